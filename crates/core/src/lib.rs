@@ -1,0 +1,28 @@
+//! trawl's shared core: the messages that travel between stages, the two narrow interfaces a
+//! stage sees (a [`queue::Queue`] and the shared [`state::State`]), their in-memory
+//! implementations, URL normalization and crawl scope.
+//!
+//! Every stage is written against the traits only, so the embedded runtime (in-memory) and
+//! the cluster runtime (NATS JetStream / Redis) run the same stage code.
+
+pub mod clock;
+pub mod message;
+pub mod queue;
+pub mod scope;
+pub mod state;
+pub mod urlnorm;
+
+pub use message::*;
+
+/// Errors from the shared interfaces. Stages map them into their own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error("queue closed")]
+    Closed,
+    #[error("unknown delivery id {0}")]
+    UnknownDelivery(u64),
+    #[error("backend error: {0}")]
+    Backend(String),
+}
+
+pub type CoreResult<T> = Result<T, CoreError>;

@@ -1,0 +1,175 @@
+//! Versioned messages exchanged between stages. Every message carries the crawl id so that
+//! cluster state can be keyed per crawl; `v` lets a newer service reject or adapt old ones.
+
+use serde::{Deserialize, Serialize};
+
+/// Current message schema version.
+pub const MESSAGE_VERSION: u16 = 1;
+
+/// What a URL is expected to hold; decides how the extractor treats the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UrlKind {
+    #[default]
+    Page,
+    Sitemap,
+    Feed,
+}
+
+/// A URL found somewhere (seed, link, sitemap, feed), before normalization and scope checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredUrl {
+    pub url: String,
+    pub depth: u32,
+    #[serde(default)]
+    pub kind: UrlKind,
+}
+
+/// `trawl.discovered`: a batch of URLs from one source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discovered {
+    pub v: u16,
+    pub crawl: String,
+    /// The page the URLs were found on, if any (seeds have none).
+    pub source: Option<String>,
+    pub urls: Vec<DiscoveredUrl>,
+}
+
+/// `trawl.fetch`: one URL the frontier has scheduled; its host is claimed until released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchJob {
+    pub v: u16,
+    pub crawl: String,
+    /// Normalized URL.
+    pub url: String,
+    /// `host[:port]` the politeness claim is held on.
+    pub host: String,
+    pub depth: u32,
+    pub kind: UrlKind,
+    /// Lower is fetched sooner.
+    pub priority: i64,
+    /// How many times this URL was retried after a 429/503 or a transient error.
+    #[serde(default)]
+    pub retries: u32,
+}
+
+/// One hop of a redirect chain (the final response is a hop too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hop {
+    pub url: String,
+    pub status: u16,
+}
+
+/// Why a fetch produced no usable body. `kind` is a stable, countable identifier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchFailure {
+    pub kind: String,
+    pub message: String,
+}
+
+/// `trawl.fetched`: the outcome of one fetch job, failed or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fetched {
+    pub v: u16,
+    pub crawl: String,
+    pub job: FetchJob,
+    /// The URL of the last hop followed.
+    pub final_url: String,
+    /// Status of the last response (0 when no response came).
+    pub status: u16,
+    /// Every hop, the first request included.
+    pub redirects: Vec<Hop>,
+    pub content_type: Option<String>,
+    /// RFC 3339 time the last response ended.
+    pub fetched_at: String,
+    /// Body after content decoding; for HTML already converted to UTF-8.
+    #[serde(with = "body_b64")]
+    pub body: Vec<u8>,
+    /// Charset the HTML body was decoded from.
+    pub charset: Option<String>,
+    /// Bytes received on the wire for all hops (compressed sizes).
+    pub wire_bytes: u64,
+    pub error: Option<FetchFailure>,
+}
+
+/// `trawl.docs`: one line of the corpus, a fetched URL with what was extracted from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PageRecord {
+    pub url: String,
+    pub final_url: String,
+    pub status: u16,
+    pub redirects: Vec<Hop>,
+    pub depth: u32,
+    pub kind: UrlKind,
+    pub content_type: Option<String>,
+    pub fetched_at: String,
+    pub title: Option<String>,
+    pub text: String,
+    pub links_found: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub charset: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<FetchFailure>,
+}
+
+/// `trawl.docs` envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Doc {
+    pub v: u16,
+    pub crawl: String,
+    pub page: PageRecord,
+}
+
+/// Bodies travel as base64 in JSON so that a message stays valid UTF-8 whatever it holds.
+mod body_b64 {
+    use data_encoding::BASE64;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&BASE64.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        BASE64
+            .decode(s.as_bytes())
+            .map_err(|e| serde::de::Error::custom(format!("body is not base64: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fetched_round_trips_binary_bodies() {
+        for body in [vec![], vec![0u8], vec![0, 255], vec![1, 2, 3], (0..=255).collect()] {
+            let f = Fetched {
+                v: MESSAGE_VERSION,
+                crawl: "c".into(),
+                job: FetchJob {
+                    v: MESSAGE_VERSION,
+                    crawl: "c".into(),
+                    url: "http://a/".into(),
+                    host: "a".into(),
+                    depth: 0,
+                    kind: UrlKind::Page,
+                    priority: 0,
+                    retries: 0,
+                },
+                final_url: "http://a/".into(),
+                status: 200,
+                redirects: vec![],
+                content_type: None,
+                fetched_at: String::new(),
+                body: body.clone(),
+                charset: None,
+                wire_bytes: 0,
+                error: None,
+            };
+            let json = serde_json::to_string(&f).unwrap();
+            let back: Fetched = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.body, body);
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The queue interface every hop uses, shaped after JetStream work queues with pull
+//! consumers: publish, pull a batch, then ack, nak with a delay, or terminate each delivery.
+//!
+//! The in-memory implementation bounds ready + unacknowledged messages, so a fast producer
+//! waits for a slow consumer (back-pressure) instead of growing memory.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::{Notify, Semaphore};
+
+use crate::clock::now_ms;
+use crate::state::WorkTracker;
+use crate::{CoreError, CoreResult};
+
+/// One message handed to a consumer; it stays owned by the queue until acked or terminated.
+#[derive(Debug, Clone)]
+pub struct Delivery<M> {
+    pub id: u64,
+    /// 1 on the first delivery, incremented on every redelivery.
+    pub attempt: u32,
+    pub msg: M,
+}
+
+#[async_trait]
+pub trait Queue<M: Send + 'static>: Send + Sync {
+    /// Adds a message; waits while the queue is full.
+    async fn publish(&self, msg: M) -> CoreResult<()>;
+    /// Returns up to `max` messages, waiting at most `wait` for the first one.
+    async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<M>>>;
+    /// The message is done; it will not be delivered again.
+    async fn ack(&self, id: u64) -> CoreResult<()>;
+    /// The message failed; deliver it again after `delay`.
+    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()>;
+    /// The message can never succeed (poison); drop it without redelivery.
+    async fn term(&self, id: u64) -> CoreResult<()>;
+    /// Ready plus unacknowledged messages.
+    async fn len(&self) -> CoreResult<usize>;
+}
+
+struct Slot<M> {
+    msg: M,
+    attempt: u32,
+}
+
+struct Inner<M> {
+    ready: VecDeque<(u64, Slot<M>)>,
+    /// Naked messages by the time they become ready again.
+    delayed: BTreeMap<(u64, u64), Slot<M>>,
+    unacked: HashMap<u64, Slot<M>>,
+    next_id: u64,
+    closed: bool,
+}
+
+/// A bounded in-process work queue.
+pub struct MemoryQueue<M> {
+    inner: Mutex<Inner<M>>,
+    notify: Notify,
+    capacity: Arc<Semaphore>,
+    tracker: WorkTracker,
+}
+
+impl<M> MemoryQueue<M> {
+    pub fn new(capacity: usize, tracker: WorkTracker) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                ready: VecDeque::new(),
+                delayed: BTreeMap::new(),
+                unacked: HashMap::new(),
+                next_id: 1,
+                closed: false,
+            }),
+            notify: Notify::new(),
+            capacity: Arc::new(Semaphore::new(capacity.max(1))),
+            tracker,
+        }
+    }
+
+    /// Wakes every waiting consumer; later pulls return empty and publishes fail.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+        self.capacity.close();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<M>> {
+        // A panic while holding the lock cannot leave the queue half-updated: every
+        // critical section is a few collection operations. Keep serving.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn finish(&self, id: u64) -> CoreResult<()> {
+        let removed = self.lock().unacked.remove(&id);
+        match removed {
+            Some(_) => {
+                self.capacity.add_permits(1);
+                self.tracker.done(1);
+                Ok(())
+            }
+            None => Err(CoreError::UnknownDelivery(id)),
+        }
+    }
+}
+
+impl<M> Inner<M> {
+    fn promote_delayed(&mut self, now: u64) -> Option<u64> {
+        while let Some(entry) = self.delayed.first_entry() {
+            let (at, id) = *entry.key();
+            if at > now {
+                return Some(at);
+            }
+            let slot = entry.remove();
+            self.ready.push_back((id, slot));
+        }
+        None
+    }
+}
+
+#[async_trait]
+impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
+    async fn publish(&self, msg: M) -> CoreResult<()> {
+        let permit = self
+            .capacity
+            .acquire()
+            .await
+            .map_err(|_| CoreError::Closed)?;
+        permit.forget();
+        {
+            let mut inner = self.lock();
+            if inner.closed {
+                return Err(CoreError::Closed);
+            }
+            let id = inner.next_id;
+            inner.next_id += 1;
+            inner.ready.push_back((id, Slot { msg, attempt: 0 }));
+        }
+        self.tracker.add(1);
+        self.notify.notify_one();
+        Ok(())
+    }
+
+    async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<M>>> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.notify.notified();
+            let next_delayed = {
+                let mut inner = self.lock();
+                if inner.closed {
+                    return Ok(Vec::new());
+                }
+                let next = inner.promote_delayed(now_ms());
+                let mut out = Vec::new();
+                while out.len() < max {
+                    let Some((id, mut slot)) = inner.ready.pop_front() else {
+                        break;
+                    };
+                    slot.attempt += 1;
+                    out.push(Delivery {
+                        id,
+                        attempt: slot.attempt,
+                        msg: slot.msg.clone(),
+                    });
+                    inner.unacked.insert(id, slot);
+                }
+                if !out.is_empty() {
+                    if !inner.ready.is_empty() {
+                        // Pass the wake-up on: more is ready for another consumer.
+                        self.notify.notify_one();
+                    }
+                    return Ok(out);
+                }
+                next
+            };
+            let mut until = deadline;
+            if let Some(at) = next_delayed {
+                let in_ms = at.saturating_sub(now_ms());
+                until = until.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(Vec::new());
+            }
+            let _ = tokio::time::timeout_at(until, notified).await;
+        }
+    }
+
+    async fn ack(&self, id: u64) -> CoreResult<()> {
+        self.finish(id)
+    }
+
+    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()> {
+        {
+            let mut inner = self.lock();
+            let slot = inner
+                .unacked
+                .remove(&id)
+                .ok_or(CoreError::UnknownDelivery(id))?;
+            if delay.is_zero() {
+                inner.ready.push_back((id, slot));
+            } else {
+                let at = now_ms() + delay.as_millis() as u64;
+                inner.delayed.insert((at, id), slot);
+            }
+        }
+        self.notify.notify_one();
+        Ok(())
+    }
+
+    async fn term(&self, id: u64) -> CoreResult<()> {
+        self.finish(id)
+    }
+
+    async fn len(&self) -> CoreResult<usize> {
+        let inner = self.lock();
+        Ok(inner.ready.len() + inner.delayed.len() + inner.unacked.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn delivers_acks_and_redelivers_after_nak() {
+        let tracker = WorkTracker::default();
+        let q = MemoryQueue::new(10, tracker.clone());
+        q.publish(1u32).await.unwrap();
+        q.publish(2u32).await.unwrap();
+        assert_eq!(tracker.outstanding(), 2);
+        let got = q.pull(10, Duration::from_millis(10)).await.unwrap();
+        assert_eq!(got.iter().map(|d| d.msg).collect::<Vec<_>>(), vec![1, 2]);
+        q.ack(got[0].id).await.unwrap();
+        q.nak(got[1].id, Duration::from_millis(50)).await.unwrap();
+        assert!(q.pull(10, Duration::from_millis(5)).await.unwrap().is_empty());
+        let again = q.pull(10, Duration::from_millis(500)).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempt, 2);
+        q.term(again[0].id).await.unwrap();
+        assert_eq!(tracker.outstanding(), 0);
+        assert!(q.ack(again[0].id).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn publish_waits_while_full() {
+        let q = Arc::new(MemoryQueue::new(2, WorkTracker::default()));
+        q.publish(1u8).await.unwrap();
+        q.publish(2u8).await.unwrap();
+        let q2 = q.clone();
+        let blocked = tokio::spawn(async move { q2.publish(3u8).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!blocked.is_finished(), "third publish must wait for room");
+        let got = q.pull(1, Duration::from_millis(10)).await.unwrap();
+        // Pulled but unacked still counts against capacity.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!blocked.is_finished());
+        q.ack(got[0].id).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(1), blocked)
+            .await
+            .expect("publish resumes after an ack")
+            .unwrap()
+            .unwrap();
+    }
+}

@@ -1,0 +1,386 @@
+//! The shared state a stage needs: the seen-set, the host schedule (per-host priority queues
+//! plus hosts ordered by the time they may next be fetched: Mercator's back-queue heap), the
+//! robots cache and counters.
+//!
+//! Every method is one atomic step, so the Redis implementation can make each a Lua script.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{CoreResult, FetchJob};
+
+/// What fetching a host's robots.txt gave, per RFC 9309 section 2.3.1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RobotsAccess {
+    /// 2xx: the (capped) file body.
+    Body(Vec<u8>),
+    /// 4xx: the crawler may fetch everything.
+    Unavailable,
+    /// 5xx or no answer: the crawler must fetch nothing.
+    Unreachable,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RobotsEntry {
+    pub access: RobotsAccess,
+    pub fetched_at_ms: u64,
+}
+
+/// The result of offering a URL to the host schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enqueued {
+    Accepted,
+    /// Accepted, and this many lower-priority URLs were evicted to stay under the cap.
+    AcceptedEvicting(usize),
+    /// The frontier is full of URLs that all rank higher: this one was dropped.
+    Rejected,
+}
+
+/// A claimed fetch: the job plus the host slot it holds until [`State::release`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub job: FetchJob,
+}
+
+#[async_trait]
+pub trait State: Send + Sync {
+    /// Adds `key` to the seen-set; true when it was not there before.
+    async fn seen_add(&self, key: &str) -> CoreResult<bool>;
+    /// Puts a job in its host's queue, evicting the lowest-priority URL when full.
+    async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued>;
+    /// Takes the best job of the host that has been ready longest (`next_allowed <= now`)
+    /// and has a free slot; the slot stays taken until released.
+    async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>>;
+    /// Frees a slot on `host`; no request to it starts before `next_allowed_ms`.
+    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()>;
+    /// Earliest time any queued host becomes ready, if any host has work and a free slot.
+    async fn next_ready_ms(&self) -> CoreResult<Option<u64>>;
+    /// URLs waiting in host queues.
+    async fn queued(&self) -> CoreResult<usize>;
+    async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>>;
+    async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()>;
+    /// Adds `by` to a counter and returns its new value.
+    async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64>;
+    async fn counters(&self) -> CoreResult<BTreeMap<String, i64>>;
+}
+
+/// Counts units of work that exist anywhere in the embedded pipeline. Work is always
+/// registered downstream before it is removed upstream, so zero means the crawl is done.
+#[derive(Debug, Clone, Default)]
+pub struct WorkTracker(Arc<AtomicI64>);
+
+impl WorkTracker {
+    pub fn add(&self, n: i64) {
+        self.0.fetch_add(n, Ordering::SeqCst);
+    }
+    pub fn done(&self, n: i64) {
+        self.0.fetch_sub(n, Ordering::SeqCst);
+    }
+    pub fn outstanding(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Default)]
+struct HostQueue {
+    jobs: BTreeMap<(i64, u64), FetchJob>,
+    in_flight: u32,
+    next_allowed: u64,
+    /// The key under which the host sits in `ready`, when it does.
+    ready_key: Option<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    seen: HashSet<u128>,
+    hosts: HashMap<String, HostQueue>,
+    /// Hosts with work and a free slot, by (next allowed time, rotation sequence).
+    ready: BTreeSet<(u64, u64, String)>,
+    /// Every queued job by (priority, sequence), to find the worst one to evict.
+    by_priority: BTreeSet<(i64, u64, String)>,
+    seq: u64,
+    robots: HashMap<String, (RobotsEntry, u64)>,
+    counters: BTreeMap<String, i64>,
+}
+
+/// The embedded runtime's state: everything in one process behind one lock.
+pub struct MemoryState {
+    inner: Mutex<Inner>,
+    max_queued: usize,
+    per_host: u32,
+    tracker: WorkTracker,
+}
+
+impl MemoryState {
+    /// `max_queued` caps URLs waiting in host queues; `per_host` is the number of requests
+    /// that may be in flight to one host.
+    pub fn new(max_queued: usize, per_host: u32, tracker: WorkTracker) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            max_queued: max_queued.max(1),
+            per_host: per_host.max(1),
+            tracker,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A 128-bit digest of a seen-set key: 16 bytes per URL instead of the whole string.
+fn seen_digest(key: &str) -> u128 {
+    // FNV-1a 128: stable across processes and releases, unlike std's hasher.
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for b in key.bytes() {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000000001000000000000000000013B);
+    }
+    h
+}
+
+impl Inner {
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Puts `host` in the ready set if it has work and a free slot, out of it otherwise.
+    fn reschedule(&mut self, host: &str, per_host: u32) {
+        let seq = self.next_seq();
+        let Some(q) = self.hosts.get_mut(host) else {
+            return;
+        };
+        let eligible = !q.jobs.is_empty() && q.in_flight < per_host;
+        if let Some((t, s)) = q.ready_key.take() {
+            self.ready.remove(&(t, s, host.to_string()));
+        }
+        if eligible {
+            q.ready_key = Some((q.next_allowed, seq));
+            self.ready.insert((q.next_allowed, seq, host.to_string()));
+        } else if q.jobs.is_empty() && q.in_flight == 0 && q.next_allowed == 0 {
+            self.hosts.remove(host);
+        }
+    }
+
+    fn evict_worst(&mut self, per_host: u32) -> bool {
+        let Some((prio, seq, host)) = self.by_priority.pop_last() else {
+            return false;
+        };
+        if let Some(q) = self.hosts.get_mut(&host) {
+            q.jobs.remove(&(prio, seq));
+        }
+        self.reschedule(&host, per_host);
+        true
+    }
+}
+
+#[async_trait]
+impl State for MemoryState {
+    async fn seen_add(&self, key: &str) -> CoreResult<bool> {
+        Ok(self.lock().seen.insert(seen_digest(key)))
+    }
+
+    async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
+        let mut inner = self.lock();
+        let mut evicted = 0;
+        if inner.by_priority.len() >= self.max_queued {
+            let worst = inner.by_priority.last().map(|(p, _, _)| *p);
+            match worst {
+                Some(w) if w > job.priority => {
+                    while inner.by_priority.len() >= self.max_queued {
+                        if !inner.evict_worst(self.per_host) {
+                            break;
+                        }
+                        evicted += 1;
+                    }
+                }
+                _ => return Ok(Enqueued::Rejected),
+            }
+        }
+        let seq = inner.next_seq();
+        let host = job.host.clone();
+        inner.by_priority.insert((job.priority, seq, host.clone()));
+        inner
+            .hosts
+            .entry(host.clone())
+            .or_default()
+            .jobs
+            .insert((job.priority, seq), job);
+        inner.reschedule(&host, self.per_host);
+        // One unit in, `evicted` units gone.
+        self.tracker.add(1 - evicted as i64);
+        Ok(if evicted > 0 {
+            Enqueued::AcceptedEvicting(evicted)
+        } else {
+            Enqueued::Accepted
+        })
+    }
+
+    async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
+        let mut inner = self.lock();
+        let Some(first) = inner.ready.first().cloned() else {
+            return Ok(None);
+        };
+        if first.0 > now_ms {
+            return Ok(None);
+        }
+        let host = first.2;
+        let Some(q) = inner.hosts.get_mut(&host) else {
+            inner.ready.remove(&(first.0, first.1, host));
+            return Ok(None);
+        };
+        let Some(((prio, seq), job)) = q.jobs.pop_first() else {
+            return Ok(None);
+        };
+        q.in_flight += 1;
+        inner.by_priority.remove(&(prio, seq, host.clone()));
+        inner.reschedule(&host, self.per_host);
+        // The job's unit of work stays counted until the slot is released.
+        Ok(Some(Claim { job }))
+    }
+
+    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()> {
+        let mut inner = self.lock();
+        let q = inner.hosts.entry(host.to_string()).or_default();
+        q.in_flight = q.in_flight.saturating_sub(1);
+        q.next_allowed = q.next_allowed.max(next_allowed_ms);
+        inner.reschedule(host, self.per_host);
+        drop(inner);
+        self.tracker.done(1);
+        Ok(())
+    }
+
+    async fn next_ready_ms(&self) -> CoreResult<Option<u64>> {
+        Ok(self.lock().ready.first().map(|(t, _, _)| *t))
+    }
+
+    async fn queued(&self) -> CoreResult<usize> {
+        Ok(self.lock().by_priority.len())
+    }
+
+    async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>> {
+        let inner = self.lock();
+        Ok(inner
+            .robots
+            .get(host)
+            .filter(|(_, expires)| *expires > now_ms)
+            .map(|(e, _)| e.clone()))
+    }
+
+    async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()> {
+        let expires = entry.fetched_at_ms.saturating_add(ttl_ms);
+        self.lock()
+            .robots
+            .insert(host.to_string(), (entry, expires));
+        Ok(())
+    }
+
+    async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64> {
+        let mut inner = self.lock();
+        let v = inner.counters.entry(counter.to_string()).or_insert(0);
+        *v += by;
+        Ok(*v)
+    }
+
+    async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {
+        Ok(self.lock().counters.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MESSAGE_VERSION, UrlKind};
+
+    fn job(host: &str, path: &str, priority: i64) -> FetchJob {
+        FetchJob {
+            v: MESSAGE_VERSION,
+            crawl: "t".into(),
+            url: format!("http://{host}{path}"),
+            host: host.into(),
+            depth: 0,
+            kind: UrlKind::Page,
+            priority,
+            retries: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn seen_set_adds_once() {
+        let s = MemoryState::new(10, 1, WorkTracker::default());
+        assert!(s.seen_add("http://a/").await.unwrap());
+        assert!(!s.seen_add("http://a/").await.unwrap());
+        assert!(s.seen_add("http://a/b").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn one_in_flight_per_host_and_release_time_respected() {
+        let tracker = WorkTracker::default();
+        let s = MemoryState::new(10, 1, tracker.clone());
+        s.enqueue(job("a", "/1", 1)).await.unwrap();
+        s.enqueue(job("a", "/2", 2)).await.unwrap();
+        let c = s.claim(100).await.unwrap().unwrap();
+        assert_eq!(c.job.url, "http://a/1");
+        assert!(s.claim(100).await.unwrap().is_none(), "host busy");
+        s.release("a", 500).await.unwrap();
+        assert!(s.claim(499).await.unwrap().is_none(), "too early");
+        assert_eq!(s.next_ready_ms().await.unwrap(), Some(500));
+        assert_eq!(s.claim(500).await.unwrap().unwrap().job.url, "http://a/2");
+        s.release("a", 600).await.unwrap();
+        assert_eq!(tracker.outstanding(), 0);
+    }
+
+    #[tokio::test]
+    async fn hosts_rotate() {
+        let s = MemoryState::new(100, 1, WorkTracker::default());
+        for i in 0..3 {
+            s.enqueue(job("a", &format!("/{i}"), 0)).await.unwrap();
+            s.enqueue(job("b", &format!("/{i}"), 0)).await.unwrap();
+        }
+        let mut order = Vec::new();
+        for t in 1..=6 {
+            let c = s.claim(t * 10).await.unwrap().unwrap();
+            order.push(c.job.host.clone());
+            s.release(&c.job.host, t * 10).await.unwrap();
+        }
+        assert_eq!(order, ["a", "b", "a", "b", "a", "b"]);
+    }
+
+    #[tokio::test]
+    async fn cap_evicts_lowest_priority() {
+        let tracker = WorkTracker::default();
+        let s = MemoryState::new(2, 1, tracker.clone());
+        assert_eq!(s.enqueue(job("a", "/deep", 5)).await.unwrap(), Enqueued::Accepted);
+        assert_eq!(s.enqueue(job("b", "/mid", 3)).await.unwrap(), Enqueued::Accepted);
+        assert_eq!(s.enqueue(job("c", "/deeper", 9)).await.unwrap(), Enqueued::Rejected);
+        assert_eq!(
+            s.enqueue(job("c", "/top", 0)).await.unwrap(),
+            Enqueued::AcceptedEvicting(1)
+        );
+        assert_eq!(s.queued().await.unwrap(), 2);
+        assert_eq!(tracker.outstanding(), 2);
+        let first = s.claim(1).await.unwrap().unwrap();
+        let second = s.claim(1).await.unwrap().unwrap();
+        let mut urls = vec![first.job.url, second.job.url];
+        urls.sort();
+        assert_eq!(urls, ["http://b/mid", "http://c/top"]);
+        assert!(s.claim(1).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn robots_cache_expires() {
+        let s = MemoryState::new(1, 1, WorkTracker::default());
+        let e = RobotsEntry {
+            access: RobotsAccess::Unavailable,
+            fetched_at_ms: 1000,
+        };
+        s.robots_put("a", e.clone(), 50).await.unwrap();
+        assert_eq!(s.robots_get("a", 1049).await.unwrap(), Some(e));
+        assert_eq!(s.robots_get("a", 1050).await.unwrap(), None);
+    }
+}
