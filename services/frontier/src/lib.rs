@@ -1,1 +1,316 @@
+//! The frontier stage: decides which discovered URLs are crawled, in what order, and when.
+//!
+//! [`Frontier::ingest`] takes batches from `trawl.discovered` (normalize, scope, depth,
+//! spider-trap defences, seen-set, budgets) and puts admitted URLs in per-host queues in the
+//! shared [`State`]. [`dispatch`] claims ready hosts from the state and publishes fetch jobs
+//! to `trawl.fetch`; the fetcher releases the host when its request ends, which is what
+//! enforces politeness across every fetcher replica.
 
+mod traps;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use trawl_core::clock::now_ms;
+use trawl_core::queue::Queue;
+use trawl_core::scope::Scope;
+use trawl_core::state::{Enqueued, State};
+use trawl_core::urlnorm::{Normalizer, host_key};
+use trawl_core::{CoreError, Discovered, DiscoveredUrl, FetchJob, MESSAGE_VERSION, UrlKind};
+
+pub use traps::{TrapConfig, TrapKind};
+
+/// Counter names kept in shared state; the crawl report reads them.
+pub mod counters {
+    pub const QUEUED: &str = "frontier.queued";
+    pub const SEEN: &str = "frontier.already_seen";
+    pub const OUT_OF_SCOPE: &str = "frontier.out_of_scope";
+    pub const TOO_DEEP: &str = "frontier.too_deep";
+    pub const INVALID: &str = "frontier.invalid_url";
+    pub const HOST_BUDGET: &str = "frontier.host_budget_exceeded";
+    pub const MAX_PAGES: &str = "frontier.max_pages_reached";
+    pub const EVICTED: &str = "frontier.evicted";
+    pub const REJECTED_FULL: &str = "frontier.rejected_full";
+    pub const TRAP_PREFIX: &str = "frontier.trap.";
+    pub const ADMITTED: &str = "frontier.admitted";
+    pub const HOST_PAGES_PREFIX: &str = "frontier.host_pages.";
+    pub const QUERY_VARIANTS_PREFIX: &str = "frontier.query_variants.";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrontierError {
+    #[error("shared state: {0}")]
+    State(#[from] CoreError),
+}
+
+#[derive(Debug, Clone)]
+pub struct FrontierConfig {
+    pub crawl: String,
+    pub scope: Scope,
+    /// Links deeper than this (seeds are depth 0) are not followed.
+    pub max_depth: u32,
+    /// Stop admitting URLs after this many (0: no limit).
+    pub max_pages: u64,
+    /// Stop admitting URLs of one host after this many (0: no limit).
+    pub max_pages_per_host: u64,
+    pub traps: TrapConfig,
+    pub normalizer: Normalizer,
+}
+
+/// What happened to one discovered URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Queued,
+    Seen,
+    Invalid,
+    OutOfScope,
+    TooDeep,
+    Trap(TrapKind),
+    HostBudget,
+    MaxPages,
+    Rejected,
+}
+
+/// Lower is sooner. Shallower pages first; sitemaps and feeds before pages of their depth
+/// (they discover many URLs per request); `staleness_s` (time since the last fetch, for
+/// re-crawls) moves a page ahead of fresher ones at the same depth.
+pub fn priority(depth: u32, kind: UrlKind, staleness_s: u64) -> i64 {
+    let kind_bonus = match kind {
+        UrlKind::Sitemap | UrlKind::Feed => 500_000,
+        UrlKind::Page => 0,
+    };
+    i64::from(depth) * 1_000_000 - kind_bonus - staleness_s.min(499_999) as i64
+}
+
+/// When the next request to a host may start: the end of the last one plus the larger of
+/// the site's crawl-delay and the configured delay.
+pub fn next_allowed_ms(end_ms: u64, crawl_delay: Option<Duration>, delay: Duration) -> u64 {
+    let wait = crawl_delay.unwrap_or_default().max(delay);
+    end_ms.saturating_add(wait.as_millis() as u64)
+}
+
+pub struct Frontier {
+    cfg: FrontierConfig,
+    state: Arc<dyn State>,
+}
+
+impl Frontier {
+    pub fn new(cfg: FrontierConfig, state: Arc<dyn State>) -> Self {
+        Self { cfg, state }
+    }
+
+    pub fn config(&self) -> &FrontierConfig {
+        &self.cfg
+    }
+
+    /// Admits or drops every URL of a batch; returns the verdicts in order.
+    pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Verdict>, FrontierError> {
+        let mut out = Vec::with_capacity(batch.urls.len());
+        for d in &batch.urls {
+            let v = self.admit(d).await?;
+            let counter = match &v {
+                Verdict::Queued => counters::QUEUED,
+                Verdict::Seen => counters::SEEN,
+                Verdict::Invalid => counters::INVALID,
+                Verdict::OutOfScope => counters::OUT_OF_SCOPE,
+                Verdict::TooDeep => counters::TOO_DEEP,
+                Verdict::Trap(kind) => {
+                    self.state
+                        .incr(&format!("{}{}", counters::TRAP_PREFIX, kind.name()), 1)
+                        .await?;
+                    out.push(v);
+                    continue;
+                }
+                Verdict::HostBudget => counters::HOST_BUDGET,
+                Verdict::MaxPages => counters::MAX_PAGES,
+                Verdict::Rejected => counters::REJECTED_FULL,
+            };
+            // Seen links are the bulk of every batch; counting each would double state
+            // traffic for a number nobody needs exactly.
+            if v != Verdict::Seen {
+                self.state.incr(counter, 1).await?;
+            }
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// Decides one URL.
+    pub async fn admit(&self, d: &DiscoveredUrl) -> Result<Verdict, FrontierError> {
+        let Ok(url) = self.cfg.normalizer.parse(&d.url, None) else {
+            return Ok(Verdict::Invalid);
+        };
+        if !self.cfg.scope.contains(&url) {
+            return Ok(Verdict::OutOfScope);
+        }
+        if d.depth > self.cfg.max_depth {
+            return Ok(Verdict::TooDeep);
+        }
+        if let Some(trap) = self.cfg.traps.check_static(&url) {
+            return Ok(Verdict::Trap(trap));
+        }
+        if !self.state.seen_add(url.as_str()).await? {
+            return Ok(Verdict::Seen);
+        }
+        let host = host_key(&url);
+        if url.query().is_some() && self.cfg.traps.max_query_variants > 0 {
+            let key = format!(
+                "{}{}",
+                counters::QUERY_VARIANTS_PREFIX,
+                traps::path_pattern(&host, url.path())
+            );
+            if self.state.incr(&key, 1).await? as u64 > self.cfg.traps.max_query_variants {
+                return Ok(Verdict::Trap(TrapKind::QueryVariants));
+            }
+        }
+        if self.cfg.max_pages_per_host > 0 && d.kind == UrlKind::Page {
+            let key = format!("{}{}", counters::HOST_PAGES_PREFIX, host);
+            if self.state.incr(&key, 1).await? as u64 > self.cfg.max_pages_per_host {
+                return Ok(Verdict::HostBudget);
+            }
+        }
+        if self.cfg.max_pages > 0 {
+            if self.state.incr(counters::ADMITTED, 1).await? as u64 > self.cfg.max_pages {
+                return Ok(Verdict::MaxPages);
+            }
+        }
+        let job = FetchJob {
+            v: MESSAGE_VERSION,
+            crawl: self.cfg.crawl.clone(),
+            url: url.to_string(),
+            host,
+            depth: d.depth,
+            kind: d.kind,
+            priority: priority(d.depth, d.kind, 0),
+            retries: 0,
+        };
+        Ok(match self.state.enqueue(job).await? {
+            Enqueued::Accepted => Verdict::Queued,
+            Enqueued::AcceptedEvicting(n) => {
+                self.state.incr(counters::EVICTED, n as i64).await?;
+                Verdict::Queued
+            }
+            Enqueued::Rejected => Verdict::Rejected,
+        })
+    }
+}
+
+/// Moves jobs from ready hosts to the fetch queue until `stop` turns true. Publishing waits
+/// while the fetch queue is full, so the frontier never runs ahead of the fetchers.
+pub async fn dispatch(
+    state: Arc<dyn State>,
+    fetch: Arc<dyn Queue<FetchJob>>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), FrontierError> {
+    const IDLE_POLL: Duration = Duration::from_millis(20);
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let now = now_ms();
+        if let Some(claim) = state.claim(now).await? {
+            match fetch.publish(claim.job).await {
+                Ok(()) => continue,
+                Err(CoreError::Closed) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let wait = match state.next_ready_ms().await? {
+            Some(at) if at > now => Duration::from_millis(at - now).min(IDLE_POLL),
+            Some(_) => Duration::from_millis(1),
+            None => IDLE_POLL,
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trawl_core::scope::ScopeKind;
+    use trawl_core::state::{MemoryState, WorkTracker};
+    use url::Url;
+
+    fn frontier(max_depth: u32, max_pages: u64) -> (Frontier, Arc<MemoryState>) {
+        let state = Arc::new(MemoryState::new(1000, 1, WorkTracker::default()));
+        let cfg = FrontierConfig {
+            crawl: "t".into(),
+            scope: Scope::new(ScopeKind::Host, &[Url::parse("http://h/").unwrap()]),
+            max_depth,
+            max_pages,
+            max_pages_per_host: 0,
+            traps: TrapConfig {
+                max_query_variants: 3,
+                ..TrapConfig::default()
+            },
+            normalizer: Normalizer::default(),
+        };
+        (Frontier::new(cfg, state.clone()), state)
+    }
+
+    fn d(url: &str, depth: u32) -> DiscoveredUrl {
+        DiscoveredUrl {
+            url: url.into(),
+            depth,
+            kind: UrlKind::Page,
+        }
+    }
+
+    #[tokio::test]
+    async fn verdicts() {
+        let (f, _) = frontier(2, 0);
+        assert_eq!(f.admit(&d("http://h/a#x", 1)).await.unwrap(), Verdict::Queued);
+        assert_eq!(f.admit(&d("http://H:80/a", 1)).await.unwrap(), Verdict::Seen);
+        assert_eq!(f.admit(&d("http://other/a", 1)).await.unwrap(), Verdict::OutOfScope);
+        assert_eq!(f.admit(&d("http://h/deep", 3)).await.unwrap(), Verdict::TooDeep);
+        assert_eq!(f.admit(&d("ftp://h/x", 1)).await.unwrap(), Verdict::Invalid);
+        assert_eq!(
+            f.admit(&d("http://h/x/y/x/y/x/y", 1)).await.unwrap(),
+            Verdict::Trap(TrapKind::RepeatedSegments)
+        );
+        let long = format!("http://h/{}", "a".repeat(3000));
+        assert_eq!(f.admit(&d(&long, 1)).await.unwrap(), Verdict::Trap(TrapKind::UrlTooLong));
+        for i in 0..3 {
+            let u = format!("http://h/cal/2024?m={i}");
+            assert_eq!(f.admit(&d(&u, 1)).await.unwrap(), Verdict::Queued);
+        }
+        // Digits in the path are folded into one pattern, so /cal/2025 shares the budget.
+        assert_eq!(
+            f.admit(&d("http://h/cal/2025?m=9", 1)).await.unwrap(),
+            Verdict::Trap(TrapKind::QueryVariants)
+        );
+    }
+
+    #[tokio::test]
+    async fn max_pages_caps_admissions() {
+        let (f, state) = frontier(5, 2);
+        let batch = Discovered {
+            v: MESSAGE_VERSION,
+            crawl: "t".into(),
+            source: None,
+            urls: (0..5).map(|i| d(&format!("http://h/{i}"), 0)).collect(),
+        };
+        let v = f.ingest(&batch).await.unwrap();
+        assert_eq!(v.iter().filter(|v| **v == Verdict::Queued).count(), 2);
+        assert_eq!(state.queued().await.unwrap(), 2);
+        assert_eq!(state.counters().await.unwrap()[counters::MAX_PAGES], 3);
+    }
+
+    #[test]
+    fn shallower_pages_rank_first_and_sitemaps_lead_their_depth() {
+        assert!(priority(0, UrlKind::Page, 0) < priority(1, UrlKind::Page, 0));
+        assert!(priority(1, UrlKind::Sitemap, 0) < priority(1, UrlKind::Page, 0));
+        assert!(priority(1, UrlKind::Page, 3600) < priority(1, UrlKind::Page, 0));
+    }
+
+    #[test]
+    fn politeness_waits_for_the_larger_delay() {
+        let d = Duration::from_millis(100);
+        assert_eq!(next_allowed_ms(1000, None, d), 1100);
+        assert_eq!(next_allowed_ms(1000, Some(Duration::from_secs(2)), d), 3000);
+    }
+}

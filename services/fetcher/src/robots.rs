@@ -1,0 +1,147 @@
+//! robots.txt per RFC 9309, read the way Google reads it (longest match, `*` and `$`, merged
+//! user-agent groups, 500 KiB cap), through `robotxt`. Raw results live in shared state with a
+//! TTL so every replica shares one fetch; each process keeps the parsed form.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use robotxt::{Agent, Robots};
+use trawl_core::state::{RobotsAccess, RobotsEntry};
+use url::Url;
+
+/// What the fetcher needs from one host's robots.txt.
+#[derive(Debug)]
+pub struct HostRules {
+    pub robots: Robots,
+    pub access: &'static str,
+}
+
+impl HostRules {
+    pub fn from_entry(entry: &RobotsEntry, agent: &str) -> Self {
+        match &entry.access {
+            RobotsAccess::Body(body) => Self {
+                robots: Robots::parse(body, Agent::Prefix(agent)),
+                access: "rules",
+            },
+            RobotsAccess::Unavailable => Self {
+                robots: Robots::allow_all(),
+                access: "robots.txt unavailable (4xx): everything allowed",
+            },
+            RobotsAccess::Unreachable => Self {
+                robots: Robots::disallow_all(),
+                access: "robots.txt unreachable (5xx or no answer): everything disallowed",
+            },
+        }
+    }
+
+    pub fn allows(&self, url: &Url) -> bool {
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        self.robots.is_allowed(&path)
+    }
+}
+
+/// Parsed rules by host, valid until the shared entry's TTL runs out.
+#[derive(Default)]
+pub struct LocalRobots {
+    map: Mutex<HashMap<String, (Arc<HostRules>, u64)>>,
+}
+
+impl LocalRobots {
+    pub fn get(&self, host: &str, now_ms: u64) -> Option<Arc<HostRules>> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(host)
+            .filter(|(_, exp)| *exp > now_ms)
+            .map(|(r, _)| r.clone())
+    }
+
+    pub fn put(&self, host: &str, rules: Arc<HostRules>, expires_ms: u64) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(host.to_string(), (rules, expires_ms));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(txt: &str) -> HostRules {
+        HostRules::from_entry(
+            &RobotsEntry {
+                access: RobotsAccess::Body(txt.as_bytes().to_vec()),
+                fetched_at_ms: 0,
+            },
+            "trawl",
+        )
+    }
+
+    fn ok(r: &HostRules, path: &str) -> bool {
+        r.allows(&Url::parse(&format!("http://h{path}")).unwrap())
+    }
+
+    #[test]
+    fn longest_match_wins_and_allow_wins_ties() {
+        let r = rules("User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /a/b/c\nAllow: /x\nDisallow: /x\n");
+        assert!(!ok(&r, "/a"));
+        assert!(ok(&r, "/a/b"));
+        assert!(!ok(&r, "/a/b/c/d"));
+        assert!(ok(&r, "/x"), "equal length: allow wins");
+        assert!(ok(&r, "/z"));
+    }
+
+    #[test]
+    fn wildcards_and_end_anchor() {
+        let r = rules("User-agent: *\nDisallow: /*.pdf$\nDisallow: /private*/\nDisallow: /q?*s=\n");
+        assert!(!ok(&r, "/doc/file.pdf"));
+        assert!(ok(&r, "/doc/file.pdf?x=1"));
+        assert!(!ok(&r, "/private-stuff/x"));
+        assert!(!ok(&r, "/q?a=1&s=2"));
+        assert!(ok(&r, "/q?a=1"));
+    }
+
+    #[test]
+    fn specific_group_beats_star_and_groups_merge() {
+        let r = rules(
+            "User-agent: *\nDisallow: /\n\nUser-agent: trawl\nDisallow: /no\n\nUser-agent: other\nUser-agent: TRAWL\nDisallow: /also-no\nCrawl-delay: 2\n",
+        );
+        assert!(ok(&r, "/yes"));
+        assert!(!ok(&r, "/no"));
+        assert!(!ok(&r, "/also-no"));
+        assert_eq!(r.robots.crawl_delay(), Some(std::time::Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn status_rules() {
+        let unavailable = HostRules::from_entry(
+            &RobotsEntry { access: RobotsAccess::Unavailable, fetched_at_ms: 0 },
+            "trawl",
+        );
+        assert!(ok(&unavailable, "/anything"));
+        let unreachable = HostRules::from_entry(
+            &RobotsEntry { access: RobotsAccess::Unreachable, fetched_at_ms: 0 },
+            "trawl",
+        );
+        assert!(!ok(&unreachable, "/anything"));
+    }
+
+    #[test]
+    fn rules_past_500_kib_are_ignored() {
+        let mut txt = String::from("User-agent: *\n");
+        while txt.len() < 600 * 1024 {
+            txt.push_str("# padding padding padding padding padding padding\n");
+        }
+        txt.push_str("Disallow: /late\n");
+        assert!(ok(&rules(&txt), "/late"));
+    }
+
+    #[test]
+    fn hostile_input_does_not_panic() {
+        for txt in ["\0\0\0", "User-agent:\nDisallow:", "Disallow: /*$*$*$", &"é".repeat(100_000)] {
+            let r = rules(txt);
+            let _ = ok(&r, "/é/x");
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! The fetch loop shared by both runtimes: pull a job, fetch, hand the result on, release
+//! the host. Order matters for at-least-once delivery: results are published before the host
+//! is released and the job acknowledged, so a crash in between only repeats work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use trawl_core::queue::Queue;
+use trawl_core::{CoreError, Discovered, FetchJob, Fetched, MESSAGE_VERSION};
+
+use crate::{FetchError, Fetcher, Outcome};
+
+pub async fn run_worker(
+    fetcher: Arc<Fetcher>,
+    jobs: Arc<dyn Queue<FetchJob>>,
+    fetched: Arc<dyn Queue<Fetched>>,
+    discovered: Arc<dyn Queue<Discovered>>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), FetchError> {
+    let state = fetcher.state().clone();
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let batch = tokio::select! {
+            b = jobs.pull(1, Duration::from_millis(200)) => b?,
+            _ = stop.changed() => continue,
+        };
+        for d in batch {
+            let job = d.msg;
+            let out = fetcher.fetch(&job).await?;
+            if !out.discovered.is_empty() {
+                publish(&*discovered, Discovered {
+                    v: MESSAGE_VERSION,
+                    crawl: job.crawl.clone(),
+                    source: Some(job.url.clone()),
+                    urls: out.discovered,
+                })
+                .await?;
+            }
+            match out.outcome {
+                Outcome::Done(f) => publish(&*fetched, *f).await?,
+                Outcome::Retry { after, status } => {
+                    tracing::debug!(url = %job.url, status, ?after, "backing off host");
+                    let mut again = job.clone();
+                    again.retries += 1;
+                    state.enqueue(again).await?;
+                }
+            }
+            state.release(&job.host, out.next_allowed_ms).await?;
+            jobs.ack(d.id).await?;
+        }
+    }
+}
+
+async fn publish<M: Send + 'static>(q: &dyn Queue<M>, m: M) -> Result<(), CoreError> {
+    q.publish(m).await
+}
