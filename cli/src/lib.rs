@@ -1,1 +1,11 @@
+//! The `trawl` command's library: the embedded runtime and its options, report and progress
+//! display. The binary in `main.rs` is a thin command-line front.
 
+pub mod embedded;
+pub mod options;
+pub mod progress;
+pub mod report;
+
+pub use embedded::{CrawlOutputs, crawl};
+pub use options::CrawlOptions;
+pub use report::CrawlReport;

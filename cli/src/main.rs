@@ -1,1 +1,66 @@
-fn main() {}
+//! `trawl`: turn websites into a clean, searchable corpus.
+
+use clap::{Parser, Subcommand};
+use trawl::CrawlOptions;
+
+#[derive(Parser)]
+#[command(name = "trawl", version, about = "Crawl websites into a clean, deduplicated, searchable corpus")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Crawl from seed URLs in one process: fetch politely, extract, write the corpus.
+    Crawl(CrawlOptions),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Crawl(opts) => {
+                let (report, out) = trawl::crawl(opts).await?;
+                eprintln!(
+                    "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
+                    report.pages,
+                    report.elapsed_s,
+                    report.pages_per_s,
+                    report.robots_blocked,
+                    report.out_of_scope,
+                    report.errors.values().sum::<i64>()
+                );
+                eprintln!(
+                    "outputs: {} , {} , {} WARC file(s) in {}",
+                    out.pages.display(),
+                    out.report.display(),
+                    out.warc_files.len(),
+                    out.dir.join("warc").display()
+                );
+                anyhow::Ok(())
+            }
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

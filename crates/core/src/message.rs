@@ -106,6 +106,8 @@ pub struct PageRecord {
     pub title: Option<String>,
     pub text: String,
     pub links_found: usize,
+    /// Bytes received for this URL, all hops, as transferred.
+    pub wire_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charset: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,1 +1,112 @@
+//! The extractor stage: turns a fetched response into a corpus record and the URLs it links
+//! to. HTML goes through [`html::extract_html`]; sitemaps and feeds through [`discovery`].
 
+pub mod discovery;
+pub mod html;
+mod worker;
+
+use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
+use url::Url;
+
+pub use html::{ExtractError, Extracted, extract_html};
+pub use worker::run_worker;
+
+/// What one fetched response becomes.
+#[derive(Debug, Clone)]
+pub struct Processed {
+    pub doc: Doc,
+    pub discovered: Option<Discovered>,
+}
+
+/// Extracts text and links; never fails: problems are recorded in the page's `error`.
+pub fn process(f: &Fetched) -> Processed {
+    let mut page = PageRecord {
+        url: f.job.url.clone(),
+        final_url: f.final_url.clone(),
+        status: f.status,
+        redirects: f.redirects.clone(),
+        depth: f.job.depth,
+        kind: f.job.kind,
+        content_type: f.content_type.clone(),
+        fetched_at: f.fetched_at.clone(),
+        charset: f.charset.clone(),
+        error: f.error.clone(),
+        wire_bytes: f.wire_bytes,
+        ..PageRecord::default()
+    };
+    let mut urls: Vec<DiscoveredUrl> = Vec::new();
+    let usable = (200..300).contains(&f.status)
+        && f
+            .error
+            .as_ref()
+            .is_none_or(|e| e.kind == "body_too_large");
+    if usable {
+        match f.job.kind {
+            UrlKind::Page => {
+                let html = String::from_utf8_lossy(&f.body);
+                let base = Url::parse(&f.final_url).ok();
+                match base.map(|b| extract_html(&html, &b)) {
+                    Some(Ok(e)) => {
+                        page.title = e.title;
+                        page.text = e.text;
+                        urls.extend(e.links.into_iter().map(|u| DiscoveredUrl {
+                            url: u,
+                            depth: f.job.depth + 1,
+                            kind: UrlKind::Page,
+                        }));
+                        urls.extend(e.feeds.into_iter().map(|u| DiscoveredUrl {
+                            url: u,
+                            depth: f.job.depth + 1,
+                            kind: UrlKind::Feed,
+                        }));
+                    }
+                    Some(Err(e)) => {
+                        page.error = Some(trawl_core::FetchFailure {
+                            kind: "extract".into(),
+                            message: e.to_string(),
+                        })
+                    }
+                    None => {}
+                }
+            }
+            UrlKind::Sitemap | UrlKind::Feed => {
+                let listing = if f.job.kind == UrlKind::Sitemap {
+                    discovery::parse_sitemap(&f.body)
+                } else {
+                    discovery::parse_feed(&f.body)
+                };
+                if let Some(err) = listing.error {
+                    page.error = Some(trawl_core::FetchFailure {
+                        kind: if f.job.kind == UrlKind::Sitemap { "sitemap_parse" } else { "feed_parse" }.into(),
+                        message: err,
+                    });
+                }
+                urls.extend(listing.pages.into_iter().map(|u| DiscoveredUrl {
+                    url: u,
+                    depth: f.job.depth + 1,
+                    kind: UrlKind::Page,
+                }));
+                urls.extend(listing.sitemaps.into_iter().map(|u| DiscoveredUrl {
+                    url: u,
+                    depth: f.job.depth,
+                    kind: UrlKind::Sitemap,
+                }));
+            }
+        }
+    }
+    page.links_found = urls.len();
+    let discovered = (!urls.is_empty()).then(|| Discovered {
+        v: MESSAGE_VERSION,
+        crawl: f.crawl.clone(),
+        source: Some(f.final_url.clone()),
+        urls,
+    });
+    Processed {
+        doc: Doc {
+            v: MESSAGE_VERSION,
+            crawl: f.crawl.clone(),
+            page,
+        },
+        discovered,
+    }
+}

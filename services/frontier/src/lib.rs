@@ -228,6 +228,27 @@ pub async fn dispatch(
     }
 }
 
+/// Feeds `trawl.discovered` batches through [`Frontier::ingest`] until `stop` turns true.
+pub async fn run_ingest(
+    frontier: Arc<Frontier>,
+    discovered: Arc<dyn Queue<Discovered>>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), FrontierError> {
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        let batch = tokio::select! {
+            b = discovered.pull(16, Duration::from_millis(200)) => b?,
+            _ = stop.changed() => continue,
+        };
+        for d in batch {
+            frontier.ingest(&d.msg).await?;
+            discovered.ack(d.id).await?;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,3 +335,4 @@ mod tests {
         assert_eq!(next_allowed_ms(1000, Some(Duration::from_secs(2)), d), 3000);
     }
 }
+

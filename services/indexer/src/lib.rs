@@ -1,1 +1,137 @@
+//! The indexer stage: the end of the pipeline, where documents become the corpus.
+//!
+//! Today it writes every record to `pages.jsonl` and keeps the report's per-page counters;
+//! chunking, embeddings and the LanceDB index attach here (issue 5) behind the same worker.
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use trawl_core::queue::Queue;
+use trawl_core::state::State;
+use trawl_core::{CoreError, Doc, PageRecord};
+
+/// Counter names in shared state.
+pub mod counters {
+    pub const PAGES: &str = "pages.total";
+    pub const STATUS_PREFIX: &str = "pages.status.";
+    pub const ERROR_PREFIX: &str = "pages.error.";
+    pub const REDIRECTED: &str = "pages.redirected";
+    pub const REDIRECT_HOPS: &str = "pages.redirect_hops";
+    pub const WITH_TEXT: &str = "pages.with_text";
+    pub const BYTES: &str = "pages.wire_bytes";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("writing the corpus: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("encoding a record: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("shared state: {0}")]
+    State(#[from] CoreError),
+}
+
+/// `pages.jsonl`: one JSON object per line, appended as documents arrive.
+pub struct JsonlSink {
+    out: BufWriter<File>,
+    written: u64,
+}
+
+impl JsonlSink {
+    pub fn create(path: &Path) -> Result<Self, IndexError> {
+        Ok(Self {
+            out: BufWriter::new(File::create(path)?),
+            written: 0,
+        })
+    }
+
+    pub fn write(&mut self, page: &PageRecord) -> Result<(), IndexError> {
+        serde_json::to_writer(&mut self.out, page)?;
+        self.out.write_all(b"\n")?;
+        self.written += 1;
+        Ok(())
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn flush(&mut self) -> Result<(), IndexError> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// `2xx`, `3xx`, ...; `none` when no response came.
+pub fn status_class(status: u16) -> String {
+    match status {
+        100..=599 => format!("{}xx", status / 100),
+        _ => "none".to_string(),
+    }
+}
+
+/// Adds one page to the report's counters.
+pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), CoreError> {
+    state.incr(counters::PAGES, 1).await?;
+    state
+        .incr(&format!("{}{}", counters::STATUS_PREFIX, status_class(page.status)), 1)
+        .await?;
+    if let Some(e) = &page.error {
+        state.incr(&format!("{}{}", counters::ERROR_PREFIX, e.kind), 1).await?;
+    }
+    if page.redirects.len() > 1 {
+        state.incr(counters::REDIRECTED, 1).await?;
+        state
+            .incr(counters::REDIRECT_HOPS, page.redirects.len() as i64 - 1)
+            .await?;
+    }
+    if !page.text.is_empty() {
+        state.incr(counters::WITH_TEXT, 1).await?;
+    }
+    state.incr(counters::BYTES, page.wire_bytes as i64).await?;
+    Ok(())
+}
+
+/// Writes documents as they come. One writer per output file.
+pub async fn run_worker(
+    docs: Arc<dyn Queue<Doc>>,
+    sink: Arc<std::sync::Mutex<JsonlSink>>,
+    state: Arc<dyn State>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), IndexError> {
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let batch = tokio::select! {
+            b = docs.pull(64, Duration::from_millis(200)) => b?,
+            _ = stop.changed() => continue,
+        };
+        for d in batch {
+            {
+                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+                s.write(&d.msg.page)?;
+            }
+            count_page(&*state, &d.msg.page).await?;
+            docs.ack(d.id).await?;
+        }
+    }
+    sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_classes() {
+        assert_eq!(status_class(200), "2xx");
+        assert_eq!(status_class(404), "4xx");
+        assert_eq!(status_class(0), "none");
+    }
+}

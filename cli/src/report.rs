@@ -1,0 +1,122 @@
+//! `report.json`: what a crawl did, from the counters every stage keeps in shared state.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use trawl_fetcher::counters as fc;
+use trawl_frontier::counters as fr;
+use trawl_indexer::counters as ix;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RedirectStats {
+    /// Pages reached through at least one redirect.
+    pub pages_redirected: i64,
+    /// Redirect hops followed in total.
+    pub hops: i64,
+    pub loops: i64,
+    pub too_many: i64,
+    pub out_of_scope: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FrontierStats {
+    pub admitted: i64,
+    pub out_of_scope: i64,
+    pub too_deep: i64,
+    pub invalid_url: i64,
+    pub traps: BTreeMap<String, i64>,
+    pub host_budget_exceeded: i64,
+    pub max_pages_reached: i64,
+    pub evicted: i64,
+    pub rejected_full: i64,
+    pub left_queued: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CrawlReport {
+    pub crawl: String,
+    pub seeds: Vec<String>,
+    pub started_at: String,
+    pub elapsed_s: f64,
+    /// Lines in pages.jsonl.
+    pub pages: i64,
+    pub pages_per_s: f64,
+    pub pages_with_text: i64,
+    pub status: BTreeMap<String, i64>,
+    pub robots_blocked: i64,
+    pub out_of_scope: i64,
+    pub redirects: RedirectStats,
+    pub errors: BTreeMap<String, i64>,
+    pub requests: i64,
+    pub retries: i64,
+    pub bytes: i64,
+    pub frontier: FrontierStats,
+    pub warc_files: Vec<PathBuf>,
+    pub interrupted: bool,
+}
+
+fn prefixed(c: &BTreeMap<String, i64>, prefix: &str) -> BTreeMap<String, i64> {
+    c.iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), *v)))
+        .collect()
+}
+
+impl CrawlReport {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        crawl: &str,
+        seeds: &[String],
+        started_at: chrono::DateTime<chrono::Utc>,
+        elapsed: Duration,
+        c: &BTreeMap<String, i64>,
+        left_queued: usize,
+        warc_files: &[PathBuf],
+        interrupted: bool,
+    ) -> Self {
+        let get = |k: &str| c.get(k).copied().unwrap_or(0);
+        let errors = prefixed(c, ix::ERROR_PREFIX);
+        let err = |k: &str| errors.get(k).copied().unwrap_or(0);
+        let pages = get(ix::PAGES);
+        let secs = elapsed.as_secs_f64();
+        let out_of_scope = get(fr::OUT_OF_SCOPE) + get(fc::REDIRECT_OUT_OF_SCOPE);
+        Self {
+            crawl: crawl.to_string(),
+            seeds: seeds.to_vec(),
+            started_at: started_at.to_rfc3339(),
+            elapsed_s: (secs * 1000.0).round() / 1000.0,
+            pages,
+            pages_per_s: if secs > 0.0 { ((pages as f64 / secs) * 10.0).round() / 10.0 } else { 0.0 },
+            pages_with_text: get(ix::WITH_TEXT),
+            status: prefixed(c, ix::STATUS_PREFIX),
+            robots_blocked: get(fc::ROBOTS_BLOCKED),
+            out_of_scope,
+            redirects: RedirectStats {
+                pages_redirected: get(ix::REDIRECTED),
+                hops: get(ix::REDIRECT_HOPS),
+                loops: err("redirect_loop"),
+                too_many: err("too_many_redirects"),
+                out_of_scope: get(fc::REDIRECT_OUT_OF_SCOPE),
+            },
+            requests: get(fc::REQUESTS),
+            retries: get(fc::RETRIES),
+            bytes: get(ix::BYTES),
+            frontier: FrontierStats {
+                admitted: get(fr::QUEUED),
+                out_of_scope: get(fr::OUT_OF_SCOPE),
+                too_deep: get(fr::TOO_DEEP),
+                invalid_url: get(fr::INVALID),
+                traps: prefixed(c, fr::TRAP_PREFIX),
+                host_budget_exceeded: get(fr::HOST_BUDGET),
+                max_pages_reached: get(fr::MAX_PAGES),
+                evicted: get(fr::EVICTED),
+                rejected_full: get(fr::REJECTED_FULL),
+                left_queued,
+            },
+            errors,
+            warc_files: warc_files.to_vec(),
+            interrupted,
+        }
+    }
+}
