@@ -1,1 +1,63 @@
+//! Helpers for the end-to-end tests: crawl options for the test site, and readers for the
+//! outputs a crawl writes.
 
+use std::path::Path;
+
+use serde_json::Value;
+use trawl::CrawlOptions;
+
+/// Options for crawling the loopback test site fast: private addresses allowed, no delay.
+pub fn options(seeds: &[String], out: &Path) -> CrawlOptions {
+    let mut o = CrawlOptions::with_seeds(seeds.iter().cloned());
+    o.allow_private = true;
+    o.delay_ms = 0;
+    o.concurrency = 8;
+    o.out = out.to_path_buf();
+    o.progress = "none".into();
+    o.timeout = 10;
+    o
+}
+
+/// Every line of `pages.jsonl`.
+pub fn pages(out: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(out.join("pages.jsonl")).expect("pages.jsonl exists");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// The record whose `url` ends with `suffix`; panics with the list when absent.
+pub fn page<'a>(pages: &'a [Value], suffix: &str) -> &'a Value {
+    pages
+        .iter()
+        .find(|p| p["url"].as_str().is_some_and(|u| u.ends_with(suffix)))
+        .unwrap_or_else(|| {
+            let urls: Vec<&str> = pages.iter().filter_map(|p| p["url"].as_str()).collect();
+            panic!("no page ending in {suffix}; have {urls:?}")
+        })
+}
+
+pub fn report(out: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("report.json exists"))
+        .expect("report.json is JSON")
+}
+
+pub fn error_kind(p: &Value) -> Option<&str> {
+    p["error"]["kind"].as_str()
+}
+
+/// Whether a Python module can be imported; `TRAWL_REQUIRE_PY=1` (set by CI) turns a
+/// missing module into a failure instead of a skip.
+pub fn python_has(module: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("TRAWL_REQUIRE_PY").is_ok_and(|v| v == "1") {
+            panic!("python module {module} is required (TRAWL_REQUIRE_PY=1) but missing");
+        }
+        eprintln!("SKIPPED: python3 module {module} is not installed (pip install {module})");
+    }
+    ok
+}

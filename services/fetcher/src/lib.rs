@@ -349,6 +349,13 @@ impl Fetcher {
                 };
                 self.state.robots_put(&host, entry.clone(), ttl).await?;
                 let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
+                // The file just fetched may ask for a longer gap than the one it was fetched
+                // under: the next request waits for it.
+                if let (Some(cd), Some((_, wait))) =
+                    (rules.robots.crawl_delay(), clock.last_end.get_mut(&host))
+                {
+                    *wait = (*wait).max(cd);
+                }
                 // Announce sitemaps once per fetch of robots.txt; the frontier's scope and
                 // seen-set decide whether they are crawled.
                 discovered.extend(rules.robots.sitemaps().iter().map(|s| DiscoveredUrl {

@@ -170,10 +170,12 @@ impl Frontier {
                 return Ok(Verdict::HostBudget);
             }
         }
-        if self.cfg.max_pages > 0 {
-            if self.state.incr(counters::ADMITTED, 1).await? as u64 > self.cfg.max_pages {
-                return Ok(Verdict::MaxPages);
-            }
+        // Sitemaps and feeds are how pages are found, not pages: they use no page budget.
+        if self.cfg.max_pages > 0
+            && d.kind == UrlKind::Page
+            && self.state.incr(counters::ADMITTED, 1).await? as u64 > self.cfg.max_pages
+        {
+            return Ok(Verdict::MaxPages);
         }
         let job = FetchJob {
             v: MESSAGE_VERSION,

@@ -1,0 +1,100 @@
+//! Politeness, checked from the server's access log: gaps between requests to one host,
+//! concurrency per host, crawl-delay, and backing off on 429.
+
+use support::{options, page, pages};
+use trawl_testsite::{LogEntry, Robots, SiteConfig, TestSite};
+
+/// Smallest gap between the end of one request and the start of the next, in ms.
+fn min_gap_ms(log: &[LogEntry]) -> f64 {
+    let mut log = log.to_vec();
+    log.sort_by_key(|e| e.start_us);
+    log.windows(2)
+        .map(|w| (w[1].start_us as f64 - w[0].end_us as f64) / 1000.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Most requests in flight at once.
+fn max_overlap(log: &[LogEntry]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for e in log {
+        events.push((e.start_us, 1));
+        events.push((e.end_us, -1));
+    }
+    // Ends before starts at the same instant: touching is not overlapping.
+    events.sort();
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in events {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_separates_every_request_to_a_host() {
+    let site = TestSite::start(SiteConfig { pages: 6, ..SiteConfig::default() }).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&[site.url("/page/1")], out.path());
+    o.delay_ms = 250;
+    o.concurrency = 8;
+    trawl::crawl(o).await.unwrap();
+    let log = site.log();
+    assert!(log.len() >= 7, "{log:?}");
+    assert_eq!(max_overlap(&log), 1);
+    let gap = min_gap_ms(&log);
+    // Milliseconds are truncated on both sides: allow one.
+    assert!(gap >= 249.0, "requests {gap} ms apart with --delay 250");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_delay_from_robots_wins_over_a_smaller_delay() {
+    let site = TestSite::start(SiteConfig {
+        pages: 3,
+        robots: Robots::Body("User-agent: *\nCrawl-delay: 1\n".into()),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&[site.url("/page/1")], out.path());
+    o.delay_ms = 100;
+    o.max_depth = 1;
+    trawl::crawl(o).await.unwrap();
+    let log = site.log();
+    assert!(log.len() >= 4, "{log:?}");
+    // robots.txt included: the gap after it counts too.
+    assert_eq!(log[0].target, "/robots.txt");
+    let gap = min_gap_ms(&log);
+    assert!(gap >= 999.0, "requests {gap} ms apart with Crawl-delay: 1: {log:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_per_host_caps_parallel_requests() {
+    let site = TestSite::start(SiteConfig { slow_secs: 1, ..SiteConfig::default() }).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // Five slow URLs (query variants of /slow) make overlap visible.
+    let seeds: Vec<String> = (0..5).map(|i| site.url(&format!("/slow?i={i}"))).collect();
+    let mut o = options(&seeds, out.path());
+    o.concurrency = 8;
+    o.concurrency_per_host = 2;
+    trawl::crawl(o).await.unwrap();
+    let slow: Vec<LogEntry> = site.hits("/slow");
+    assert_eq!(slow.len(), 5);
+    assert_eq!(max_overlap(&slow), 2, "{slow:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backs_off_on_429_with_retry_after() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (rep, _) = trawl::crawl(options(&[site.url("/retry/a")], out.path())).await.unwrap();
+    let hits = site.hits("/retry/a");
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits[0].status, 429);
+    assert_eq!(hits[1].status, 200);
+    let waited_ms = (hits[1].start_us as f64 - hits[0].end_us as f64) / 1000.0;
+    assert!(waited_ms >= 999.0, "retried after {waited_ms} ms; Retry-After said 1 s");
+    let pages = pages(out.path());
+    assert_eq!(page(&pages, "/retry/a")["status"], 200);
+    assert_eq!(rep.retries, 1);
+}
