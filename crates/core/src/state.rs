@@ -66,6 +66,11 @@ pub trait State: Send + Sync {
     /// Adds `by` to a counter and returns its new value.
     async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64>;
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>>;
+    /// Waits until the host schedule may have changed (a job queued, a host released), or
+    /// `max` passed. Implementations without change notification simply sleep.
+    async fn wait_change(&self, max: std::time::Duration) {
+        tokio::time::sleep(max).await;
+    }
 }
 
 /// Counts units of work that exist anywhere in the embedded pipeline. Work is always
@@ -110,6 +115,9 @@ struct Inner {
 /// The embedded runtime's state: everything in one process behind one lock.
 pub struct MemoryState {
     inner: Mutex<Inner>,
+    /// One permit is kept when nobody waits, so a release between the dispatcher's last
+    /// claim and its wait is not missed (there is one dispatcher per process).
+    changed: tokio::sync::Notify,
     max_queued: usize,
     per_host: u32,
     tracker: WorkTracker,
@@ -121,6 +129,7 @@ impl MemoryState {
     pub fn new(max_queued: usize, per_host: u32, tracker: WorkTracker) -> Self {
         Self {
             inner: Mutex::new(Inner::default()),
+            changed: tokio::sync::Notify::new(),
             max_queued: max_queued.max(1),
             per_host: per_host.max(1),
             tracker,
@@ -212,8 +221,10 @@ impl State for MemoryState {
             .jobs
             .insert((job.priority, seq), job);
         inner.reschedule(&host, self.per_host);
+        drop(inner);
         // One unit in, `evicted` units gone.
         self.tracker.add(1 - evicted as i64);
+        self.changed.notify_one();
         Ok(if evicted > 0 {
             Enqueued::AcceptedEvicting(evicted)
         } else {
@@ -252,6 +263,7 @@ impl State for MemoryState {
         inner.reschedule(host, self.per_host);
         drop(inner);
         self.tracker.done(1);
+        self.changed.notify_one();
         Ok(())
     }
 
@@ -289,6 +301,10 @@ impl State for MemoryState {
 
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {
         Ok(self.lock().counters.clone())
+    }
+
+    async fn wait_change(&self, max: std::time::Duration) {
+        let _ = tokio::time::timeout(max, self.changed.notified()).await;
     }
 }
 

@@ -74,9 +74,10 @@ impl Acc {
         if piece.is_empty() {
             return;
         }
-        append(&mut self.all, &piece);
+        let pre = self.pre > 0;
+        append(&mut self.all, &piece, pre);
         if self.main > 0 {
-            append(&mut self.main_text, &piece);
+            append(&mut self.main_text, &piece, pre);
         }
     }
 }
@@ -101,8 +102,8 @@ fn collapse(s: &str) -> String {
     out
 }
 
-fn append(buf: &mut String, piece: &str) {
-    let piece = if buf.is_empty() || buf.ends_with('\n') || buf.ends_with(' ') {
+fn append(buf: &mut String, piece: &str, verbatim: bool) {
+    let piece = if !verbatim && (buf.is_empty() || buf.ends_with('\n') || buf.ends_with(' ')) {
         piece.trim_start_matches(' ')
     } else {
         piece
@@ -110,14 +111,30 @@ fn append(buf: &mut String, piece: &str) {
     buf.push_str(piece);
 }
 
-/// Trims each line and keeps at most one blank line between paragraphs.
+/// Marks the start and end of preformatted text in the buffers (private-use characters, so
+/// they cannot clash with page text; they are removed by [`tidy`]).
+const PRE_START: char = '\u{E000}';
+const PRE_END: char = '\u{E001}';
+
+/// Trims each line and keeps at most one blank line between paragraphs; preformatted lines
+/// are kept as they are.
 fn tidy(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank = 0;
-    for line in s.lines() {
-        let line = line.trim_end();
-        let line = if line.trim().is_empty() { "" } else { line };
-        if line.is_empty() {
+    let mut in_pre = false;
+    for raw in s.lines() {
+        let starts_pre = raw.contains(PRE_START);
+        let verbatim = in_pre || starts_pre;
+        if let Some(last) = raw.chars().rev().find(|c| *c == PRE_START || *c == PRE_END) {
+            in_pre = last == PRE_START;
+        }
+        let line: String = raw.chars().filter(|c| *c != PRE_START && *c != PRE_END).collect();
+        let line = if verbatim {
+            line.trim_end().to_string()
+        } else {
+            line.trim().to_string()
+        };
+        if line.trim().is_empty() {
             blank += 1;
             continue;
         }
@@ -125,7 +142,7 @@ fn tidy(s: &str) -> String {
             out.push_str(if blank > 0 { "\n\n" } else { "\n" });
         }
         blank = 0;
-        out.push_str(line.trim_start_matches(' '));
+        out.push_str(&line);
     }
     out
 }
@@ -240,13 +257,25 @@ pub fn extract_html(html: &str, url: &Url) -> Result<Extracted, ExtractError> {
                 Ok(())
             }),
             element!("pre", move |el| {
-                a9.borrow_mut().flush_text();
-                a9.borrow_mut().pre += 1;
+                {
+                    let mut a = a9.borrow_mut();
+                    a.flush_text();
+                    a.push_break();
+                    a.pre += 1;
+                    a.all.push(PRE_START);
+                    if a.main > 0 {
+                        a.main_text.push(PRE_START);
+                    }
+                }
                 let a = a9.clone();
                 el.on_end_tag(lol_html::end_tag!(move |_| {
                     let mut a = a.borrow_mut();
                     a.flush_text();
                     a.pre = a.pre.saturating_sub(1);
+                    a.all.push(PRE_END);
+                    if a.main > 0 {
+                        a.main_text.push(PRE_END);
+                    }
                     a.push_break();
                     Ok(())
                 }))?;

@@ -107,31 +107,29 @@ impl Frontier {
     /// Admits or drops every URL of a batch; returns the verdicts in order.
     pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Verdict>, FrontierError> {
         let mut out = Vec::with_capacity(batch.urls.len());
+        // Counted per batch, not per URL: a documentation page links to hundreds of URLs
+        // and shared-state round trips would dominate.
+        let mut counts: std::collections::BTreeMap<String, i64> = Default::default();
         for d in &batch.urls {
             let v = self.admit(d).await?;
             let counter = match &v {
-                Verdict::Queued => counters::QUEUED,
-                Verdict::Seen => counters::SEEN,
-                Verdict::Invalid => counters::INVALID,
-                Verdict::OutOfScope => counters::OUT_OF_SCOPE,
-                Verdict::TooDeep => counters::TOO_DEEP,
-                Verdict::Trap(kind) => {
-                    self.state
-                        .incr(&format!("{}{}", counters::TRAP_PREFIX, kind.name()), 1)
-                        .await?;
-                    out.push(v);
-                    continue;
-                }
-                Verdict::HostBudget => counters::HOST_BUDGET,
-                Verdict::MaxPages => counters::MAX_PAGES,
-                Verdict::Rejected => counters::REJECTED_FULL,
+                Verdict::Queued => Some(counters::QUEUED.to_string()),
+                Verdict::Seen => None,
+                Verdict::Invalid => Some(counters::INVALID.to_string()),
+                Verdict::OutOfScope => Some(counters::OUT_OF_SCOPE.to_string()),
+                Verdict::TooDeep => Some(counters::TOO_DEEP.to_string()),
+                Verdict::Trap(kind) => Some(format!("{}{}", counters::TRAP_PREFIX, kind.name())),
+                Verdict::HostBudget => Some(counters::HOST_BUDGET.to_string()),
+                Verdict::MaxPages => Some(counters::MAX_PAGES.to_string()),
+                Verdict::Rejected => Some(counters::REJECTED_FULL.to_string()),
             };
-            // Seen links are the bulk of every batch; counting each would double state
-            // traffic for a number nobody needs exactly.
-            if v != Verdict::Seen {
-                self.state.incr(counter, 1).await?;
+            if let Some(c) = counter {
+                *counts.entry(c).or_default() += 1;
             }
             out.push(v);
+        }
+        for (name, n) in counts {
+            self.state.incr(&name, n).await?;
         }
         Ok(out)
     }
@@ -220,11 +218,15 @@ pub async fn dispatch(
         }
         let wait = match state.next_ready_ms().await? {
             Some(at) if at > now => Duration::from_millis(at - now).min(IDLE_POLL),
-            Some(_) => Duration::from_millis(1),
+            Some(_) => {
+                tokio::task::yield_now().await;
+                continue;
+            }
             None => IDLE_POLL,
         };
+        // Woken early when a host is released or work arrives.
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = state.wait_change(wait) => {}
             _ = stop.changed() => {}
         }
     }
