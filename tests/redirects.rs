@@ -10,7 +10,7 @@ async fn chains_loops_limits_scope_and_robots() {
     let seeds: Vec<String> = [
         "/redirect/chain/3",
         "/redirect/loop/a",
-        "/redirect/chain/12",
+        "/redirect/long/12",
         "/redirect/offsite",
         "/redirect/disallowed",
     ]
@@ -41,7 +41,7 @@ async fn chains_loops_limits_scope_and_robots() {
     assert_eq!(site.hits("/redirect/loop/a").len(), 1);
     assert_eq!(site.hits("/redirect/loop/b").len(), 1);
 
-    let long = page(&pages, "/redirect/chain/12");
+    let long = page(&pages, "/redirect/long/12");
     assert_eq!(error_kind(long), Some("too_many_redirects"));
     // 10 redirects followed: 11 requests, then it stops.
     assert_eq!(long["redirects"].as_array().unwrap().len(), 11);
@@ -55,7 +55,25 @@ async fn chains_loops_limits_scope_and_robots() {
     assert!(site.hits("/private/").is_empty());
 
     assert_eq!(rep.redirects.loops, 1);
+    assert_eq!(rep.redirects.to_already_seen, 0);
     assert_eq!(rep.redirects.too_many, 1);
     assert_eq!(rep.redirects.out_of_scope, 1);
     assert!(rep.redirects.pages_redirected >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_crawled_url_is_not_fetched_twice() {
+    let site = TestSite::start(SiteConfig { pages: 2, ..SiteConfig::default() }).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // /page/1 is a seed and also where the chain ends.
+    let mut o = options(&[site.url("/page/1"), site.url("/redirect/chain/1")], out.path());
+    o.max_depth = 0;
+    o.concurrency = 1;
+    let (rep, _) = trawl::crawl(o).await.unwrap();
+    assert_eq!(site.hits("/page/1").len(), 1, "{:?}", site.log());
+    let pages = pages(out.path());
+    let chain = page(&pages, "/redirect/chain/1");
+    assert!(chain["final_url"].as_str().unwrap().ends_with("/page/1"));
+    assert!(chain["error"].is_null());
+    assert_eq!(rep.redirects.to_already_seen, 1);
 }

@@ -18,6 +18,8 @@ pub struct RedirectStats {
     pub loops: i64,
     pub too_many: i64,
     pub out_of_scope: i64,
+    /// Chains that ended at a URL the crawl fetches anyway (not fetched twice).
+    pub to_already_seen: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +100,7 @@ impl CrawlReport {
                 loops: err("redirect_loop"),
                 too_many: err("too_many_redirects"),
                 out_of_scope: get(fc::REDIRECT_OUT_OF_SCOPE),
+                to_already_seen: get(fc::REDIRECT_TO_SEEN),
             },
             requests: get(fc::REQUESTS),
             retries: get(fc::RETRIES),

@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
+use axum::serve::ListenerExt;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
@@ -168,6 +169,11 @@ impl TestSite {
         };
         let app: Router = scenarios::router(shared.clone())
             .layer(middleware::from_fn_with_state(shared.clone(), record));
+        // Without TCP_NODELAY, a response written as headers then body waits for the
+        // client's delayed ACK (40 ms on Linux) on every keep-alive request.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

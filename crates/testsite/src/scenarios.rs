@@ -35,6 +35,7 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/page/{n}", get(chain_page))
         .route("/private/{*rest}", get(private))
         .route("/redirect/chain/{n}", get(redirect_chain))
+        .route("/redirect/long/{n}", get(redirect_long))
         .route("/redirect/loop/a", get(|| async { Redirect::permanent("/redirect/loop/b") }))
         .route("/redirect/loop/b", get(|| async { Redirect::temporary("/redirect/loop/a") }))
         .route("/redirect/offsite", get(redirect_offsite))
@@ -96,7 +97,7 @@ async fn home(State(s): State<Shared>) -> Response {
 
 async fn scenarios_index() -> Response {
     let links: Vec<String> = [
-        "/redirect/chain/3", "/redirect/loop/a", "/redirect/chain/12", "/redirect/offsite",
+        "/redirect/chain/3", "/redirect/loop/a", "/redirect/long/12", "/redirect/offsite",
         "/redirect/disallowed", "/slow", "/huge", "/bomb", "/gzip-page", "/charset/latin1",
         "/charset/meta", "/charset/sjis", "/binary.bin", "/trap/cal/2024?m=1", "/trap/deep/",
     ]
@@ -137,6 +138,15 @@ async fn redirect_chain(Path(n): Path<u32>) -> Response {
         Redirect::to("/page/1").into_response()
     } else {
         Redirect::permanent(&format!("/redirect/chain/{}", n - 1)).into_response()
+    }
+}
+
+/// A chain of its own (ends at `/page/2`), so it shares no hop with `/redirect/chain/N`.
+async fn redirect_long(Path(n): Path<u32>) -> Response {
+    if n == 0 {
+        Redirect::to("/page/2").into_response()
+    } else {
+        Redirect::permanent(&format!("/redirect/long/{}", n - 1)).into_response()
     }
 }
 

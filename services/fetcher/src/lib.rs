@@ -39,6 +39,7 @@ pub mod counters {
     pub const RETRIES: &str = "fetcher.retries";
     pub const REQUESTS: &str = "fetcher.requests";
     pub const WIRE_BYTES: &str = "fetcher.wire_bytes";
+    pub const REDIRECT_TO_SEEN: &str = "fetcher.redirect_to_seen";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -235,6 +236,15 @@ impl Fetcher {
                 if hops.len() > self.cfg.max_redirects {
                     let f = failure("too_many_redirects", format!("more than {} redirects", self.cfg.max_redirects));
                     return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                }
+                // A target the crawl already has (or will fetch on its own) is not fetched
+                // twice: the record points at it and the chain ends here.
+                if !self.state.seen_add(url.as_str()).await? {
+                    self.state.incr(counters::REDIRECT_TO_SEEN, 1).await?;
+                    let status = hops.last().map_or(0, |h| h.status);
+                    let mut f = done_ok(job, url.as_str(), hops, wire_bytes, status, None);
+                    f.fetched_at = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                    return Ok(Outcome::Done(Box::new(f)));
                 }
             }
             if let Some(f) = self.address_policy(&url) {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Crawl benchmark on the toolchain's documentation site (about 48,000 pages) served on
+# loopback by the test site: trawl, 3 runs (median reported), against wget's recursive
+# crawl of the same site in the same run. Checks coverage and robots.txt from the server's
+# access log. Results: bench/out/rustdoc.json.
+#
+#   bench/rustdoc/run.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+runs="${1:-3}"
+docs="$(rustc --print sysroot)/share/doc/rust/html"
+port="${TRAWL_BENCH_PORT:-18095}"
+out=bench/out
+mkdir -p "$out"
+
+cargo build --release --locked -p trawl -p trawl-testsite
+
+serve() { # $1: access log
+  ./target/release/trawl-testsite --dir "$docs" --port "$port" --log "$1" &
+  server=$!
+  for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.1; done
+}
+stop() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; }
+trap 'stop' EXIT
+
+results=()
+for i in $(seq 1 "$runs"); do
+  serve "$out/access-trawl-$i.jsonl"
+  rm -rf "$out/crawl-$i"
+  /usr/bin/time -f "%e %P %M" -o "$out/time-trawl-$i.txt" \
+    ./target/release/trawl crawl "http://127.0.0.1:$port/" --allow-private --delay 0 \
+      --concurrency 64 --out "$out/crawl-$i" --progress none
+  stop
+  results+=("$out/crawl-$i")
+done
+
+wget_s=""
+if command -v wget >/dev/null; then
+  serve "$out/access-wget.jsonl"
+  rm -rf "$out/wget"
+  start=$(date +%s.%N)
+  # wget honours robots.txt by default; -r -l inf follows every link on the host.
+  wget -q -r -l inf -np -P "$out/wget" "http://127.0.0.1:$port/" || true
+  wget_s=$(echo "$(date +%s.%N) - $start" | bc)
+  stop
+  rm -rf "$out/wget"
+fi
+
+python3 bench/rustdoc/analyze.py "$docs" "$out" "$runs" "${wget_s:-}"

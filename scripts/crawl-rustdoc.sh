@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job, on any machine with a Rust toolchain: serve the toolchain's own HTML
+# documentation (about 48,000 pages, with its robots.txt) on loopback and crawl it whole
+# with the embedded runtime. Outputs go to ./trawl-out (pages.jsonl, warc/, report.json).
+#
+#   ./scripts/crawl-rustdoc.sh [extra `trawl crawl` options]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+docs="$(rustc --print sysroot)/share/doc/rust/html"
+[ -f "$docs/index.html" ] || { echo "no documentation at $docs (rustup component add rust-docs)" >&2; exit 1; }
+port="${TRAWL_DOCS_PORT:-18090}"
+
+cargo build --release --locked -p trawl -p trawl-testsite
+./target/release/trawl-testsite --dir "$docs" --port "$port" --log /tmp/trawl-rustdoc-access.jsonl &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+
+./target/release/trawl crawl "http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 --out ./trawl-out "$@"
