@@ -30,22 +30,51 @@ async fn every_bad_input_is_recorded_and_the_crawl_goes_on() {
     assert_eq!(error_kind(huge), Some("body_too_large"), "{huge}");
     let bomb = page(&pages, "/bomb");
     assert_eq!(error_kind(bomb), Some("decompression_limit"), "{bomb}");
-    assert!(bomb["error"]["message"].as_str().unwrap().contains("8388608"));
+    assert!(
+        bomb["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("8388608")
+    );
     let bin = page(&pages, "/binary.bin");
     assert_eq!(error_kind(bin), Some("unsupported_content_type"));
     assert_eq!(bin["status"], 200);
     assert_eq!(bin["content_type"], "application/octet-stream");
 
     let gz = page(&pages, "/gzip-page");
-    assert!(gz["text"].as_str().unwrap().contains("Gzip encoded page body."), "{gz}");
+    assert!(
+        gz["text"]
+            .as_str()
+            .unwrap()
+            .contains("Gzip encoded page body."),
+        "{gz}"
+    );
     let latin1 = page(&pages, "/charset/latin1");
-    assert!(latin1["text"].as_str().unwrap().contains("Café crème brûlée à la française."), "{latin1}");
+    assert!(
+        latin1["text"]
+            .as_str()
+            .unwrap()
+            .contains("Café crème brûlée à la française."),
+        "{latin1}"
+    );
     assert_eq!(latin1["charset"], "windows-1252");
     let meta = page(&pages, "/charset/meta");
-    assert!(meta["text"].as_str().unwrap().contains("“Smart quotes” – naïve café."), "{meta}");
+    assert!(
+        meta["text"]
+            .as_str()
+            .unwrap()
+            .contains("“Smart quotes” – naïve café."),
+        "{meta}"
+    );
     let sjis = page(&pages, "/charset/sjis");
     assert_eq!(sjis["charset"], "Shift_JIS");
-    assert!(sjis["text"].as_str().unwrap().contains("日本語のテキストです。"), "{sjis}");
+    assert!(
+        sjis["text"]
+            .as_str()
+            .unwrap()
+            .contains("日本語のテキストです。"),
+        "{sjis}"
+    );
     assert_eq!(sjis["title"], "日本語");
 
     assert!(rep.errors["timeout"] >= 1);
@@ -55,16 +84,45 @@ async fn every_bad_input_is_recorded_and_the_crawl_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn robots_5xx_disallows_everything_and_4xx_allows_everything() {
-    let site = TestSite::start(SiteConfig { robots: Robots::Status(503), ..SiteConfig::default() }).await.unwrap();
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(503),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
-    trawl::crawl(options(&[site.url("/page/1")], out.path())).await.unwrap();
-    assert_eq!(site.log().len(), 1, "only robots.txt may be requested: {:?}", site.log());
+    trawl::crawl(options(&[site.url("/page/1")], out.path()))
+        .await
+        .unwrap();
+    assert_eq!(
+        site.log().len(),
+        1,
+        "only robots.txt may be requested: {:?}",
+        site.log()
+    );
     let p = &pages(out.path())[0];
     assert_eq!(error_kind(p), Some("robots_disallowed"));
-    assert!(p["error"]["message"].as_str().unwrap().contains("unreachable"));
+    assert!(
+        p["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unreachable")
+    );
 
-    let site = TestSite::start(SiteConfig { robots: Robots::Status(404), pages: 1, ..SiteConfig::default() }).await.unwrap();
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 1,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
-    trawl::crawl(options(&[site.url("/page/1")], out.path())).await.unwrap();
-    assert_eq!(site.hits("/private/from-page").len(), 1, "4xx robots.txt allows all");
+    trawl::crawl(options(&[site.url("/page/1")], out.path()))
+        .await
+        .unwrap();
+    assert_eq!(
+        site.hits("/private/from-page").len(),
+        1,
+        "4xx robots.txt allows all"
+    );
 }

@@ -32,7 +32,12 @@ fn max_overlap(log: &[LogEntry]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_separates_every_request_to_a_host() {
-    let site = TestSite::start(SiteConfig { pages: 6, ..SiteConfig::default() }).await.unwrap();
+    let site = TestSite::start(SiteConfig {
+        pages: 6,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/page/1")], out.path());
     o.delay_ms = 250;
@@ -65,12 +70,20 @@ async fn crawl_delay_from_robots_wins_over_a_smaller_delay() {
     // robots.txt included: the gap after it counts too.
     assert_eq!(log[0].target, "/robots.txt");
     let gap = min_gap_ms(&log);
-    assert!(gap >= 999.0, "requests {gap} ms apart with Crawl-delay: 1: {log:?}");
+    assert!(
+        gap >= 999.0,
+        "requests {gap} ms apart with Crawl-delay: 1: {log:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_per_host_caps_parallel_requests() {
-    let site = TestSite::start(SiteConfig { slow_secs: 1, ..SiteConfig::default() }).await.unwrap();
+    let site = TestSite::start(SiteConfig {
+        slow_secs: 1,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
     // Five slow URLs (query variants of /slow) make overlap visible.
     let seeds: Vec<String> = (0..5).map(|i| site.url(&format!("/slow?i={i}"))).collect();
@@ -87,13 +100,18 @@ async fn concurrency_per_host_caps_parallel_requests() {
 async fn backs_off_on_429_with_retry_after() {
     let site = TestSite::start(SiteConfig::default()).await.unwrap();
     let out = tempfile::tempdir().unwrap();
-    let (rep, _) = trawl::crawl(options(&[site.url("/retry/a")], out.path())).await.unwrap();
+    let (rep, _) = trawl::crawl(options(&[site.url("/retry/a")], out.path()))
+        .await
+        .unwrap();
     let hits = site.hits("/retry/a");
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert_eq!(hits[0].status, 429);
     assert_eq!(hits[1].status, 200);
     let waited_ms = (hits[1].start_us as f64 - hits[0].end_us as f64) / 1000.0;
-    assert!(waited_ms >= 999.0, "retried after {waited_ms} ms; Retry-After said 1 s");
+    assert!(
+        waited_ms >= 999.0,
+        "retried after {waited_ms} ms; Retry-After said 1 s"
+    );
     let pages = pages(out.path());
     assert_eq!(page(&pages, "/retry/a")["status"], 200);
     assert_eq!(rep.retries, 1);

@@ -48,7 +48,10 @@ async fn chains_loops_limits_scope_and_robots() {
 
     let off = page(&pages, "/redirect/offsite");
     assert_eq!(error_kind(off), Some("redirect_out_of_scope"));
-    assert!(site.log().iter().all(|e| e.host.starts_with("127.0.0.1")), "the out-of-scope hop was fetched");
+    assert!(
+        site.log().iter().all(|e| e.host.starts_with("127.0.0.1")),
+        "the out-of-scope hop was fetched"
+    );
 
     let dis = page(&pages, "/redirect/disallowed");
     assert_eq!(error_kind(dis), Some("robots_disallowed"));
@@ -63,10 +66,18 @@ async fn chains_loops_limits_scope_and_robots() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_to_a_crawled_url_is_not_fetched_twice() {
-    let site = TestSite::start(SiteConfig { pages: 2, ..SiteConfig::default() }).await.unwrap();
+    let site = TestSite::start(SiteConfig {
+        pages: 2,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
     // /page/1 is a seed and also where the chain ends.
-    let mut o = options(&[site.url("/page/1"), site.url("/redirect/chain/1")], out.path());
+    let mut o = options(
+        &[site.url("/page/1"), site.url("/redirect/chain/1")],
+        out.path(),
+    );
     o.max_depth = 0;
     o.concurrency = 1;
     let (rep, _) = trawl::crawl(o).await.unwrap();

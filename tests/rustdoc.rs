@@ -10,7 +10,10 @@ use trawl_core::scope::ScopeKind;
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 fn docs_dir() -> Option<PathBuf> {
-    let out = std::process::Command::new("rustc").args(["--print", "sysroot"]).output().ok()?;
+    let out = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
     let dir = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim()).join("share/doc/rust/html");
     dir.join("book/index.html").exists().then_some(dir)
 }
@@ -22,20 +25,30 @@ fn reachable(docs: &Path, start: &[&str], prefix: &str, rules: &[String]) -> Has
     let mut seen: HashSet<String> = start.iter().map(|s| s.to_string()).collect();
     let mut queue: Vec<String> = seen.iter().cloned().collect();
     while let Some(path) = queue.pop() {
-        let file = if path.ends_with('/') { format!("{path}index.html") } else { path.clone() };
+        let file = if path.ends_with('/') {
+            format!("{path}index.html")
+        } else {
+            path.clone()
+        };
         let Ok(html) = std::fs::read_to_string(docs.join(file.trim_start_matches('/'))) else {
             continue;
         };
         let page = base.join(&path).unwrap();
         for chunk in html.split("href=\"").skip(1) {
             let href = chunk.split('"').next().unwrap_or("");
-            let Ok(target) = page.join(&html_escape_min(href)) else { continue };
+            let Ok(target) = page.join(&html_escape_min(href)) else {
+                continue;
+            };
             if target.host_str() != Some("docs.invalid") {
                 continue;
             }
             let t = target.path().to_string();
             let is_page = t.ends_with(".html") || t.ends_with('/');
-            if is_page && t.starts_with(prefix) && !rules.iter().any(|r| t.starts_with(r)) && seen.insert(t.clone()) {
+            if is_page
+                && t.starts_with(prefix)
+                && !rules.iter().any(|r| t.starts_with(r))
+                && seen.insert(t.clone())
+            {
                 queue.push(t);
             }
         }
@@ -43,7 +56,11 @@ fn reachable(docs: &Path, start: &[&str], prefix: &str, rules: &[String]) -> Has
     // Only what exists is a page; a dangling link is a 404 for any crawler.
     seen.into_iter()
         .filter(|p| {
-            let f = if p.ends_with('/') { format!("{p}index.html") } else { p.clone() };
+            let f = if p.ends_with('/') {
+                format!("{p}index.html")
+            } else {
+                p.clone()
+            };
             docs.join(f.trim_start_matches('/')).is_file()
         })
         .collect()
@@ -66,7 +83,9 @@ fn disallow_rules(docs: &Path) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crawls_the_book_whole_and_never_a_disallowed_path() {
     let Some(docs) = docs_dir() else {
-        eprintln!("SKIPPED: the toolchain has no HTML documentation (rustup component add rust-docs)");
+        eprintln!(
+            "SKIPPED: the toolchain has no HTML documentation (rustup component add rust-docs)"
+        );
         return;
     };
     let site = TestSite::start(SiteConfig {
@@ -78,7 +97,10 @@ async fn crawls_the_book_whole_and_never_a_disallowed_path() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     // README.html is the one page that links to the disallowed editions.
-    let mut o = options(&[site.url("/book/"), site.url("/book/README.html")], out.path());
+    let mut o = options(
+        &[site.url("/book/"), site.url("/book/README.html")],
+        out.path(),
+    );
     o.scope = ScopeKind::Prefix;
     o.concurrency = 32;
     let (rep, outputs) = trawl::crawl(o).await.unwrap();
@@ -86,26 +108,65 @@ async fn crawls_the_book_whole_and_never_a_disallowed_path() {
     let rules = disallow_rules(&docs);
     assert!(rules.iter().any(|r| r == "/book/first-edition/"));
     let log = site.log();
-    let fetched: HashSet<String> = log.iter().map(|e| e.target.split('?').next().unwrap().to_string()).collect();
+    let fetched: HashSet<String> = log
+        .iter()
+        .map(|e| e.target.split('?').next().unwrap().to_string())
+        .collect();
     for path in &fetched {
-        assert!(!rules.iter().any(|r| path.starts_with(r)), "fetched disallowed {path}");
+        assert!(
+            !rules.iter().any(|r| path.starts_with(r)),
+            "fetched disallowed {path}"
+        );
     }
-    assert!(rep.robots_blocked > 0, "the book links to its disallowed old editions");
+    assert!(
+        rep.robots_blocked > 0,
+        "the book links to its disallowed old editions"
+    );
 
     let expected = reachable(&docs, &["/book/", "/book/README.html"], "/book/", &rules);
-    let missing: Vec<&String> = expected.iter().filter(|p| !fetched.contains(p.as_str())).collect();
-    assert!(expected.len() > 100, "the oracle found only {} pages", expected.len());
-    assert!(missing.is_empty(), "{} reachable pages not fetched, e.g. {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|p| !fetched.contains(p.as_str()))
+        .collect();
+    assert!(
+        expected.len() > 100,
+        "the oracle found only {} pages",
+        expected.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "{} reachable pages not fetched, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
     let extra: Vec<&String> = fetched
         .iter()
         .filter(|p| !expected.contains(p.as_str()) && p.as_str() != "/robots.txt")
         .collect();
-    assert!(extra.is_empty(), "fetched pages the site does not link to: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "fetched pages the site does not link to: {extra:?}"
+    );
 
     let pages = pages(out.path());
-    let ok = pages.iter().filter(|p| p["status"] == 200 && p["error"].is_null()).count();
-    assert!(ok as f64 >= 0.98 * (pages.len() as f64 - rep.robots_blocked as f64), "{}", report(out.path()));
-    let intro = pages.iter().find(|p| p["url"].as_str().unwrap().ends_with("/book/ch01-01-installation.html")).unwrap();
+    let ok = pages
+        .iter()
+        .filter(|p| p["status"] == 200 && p["error"].is_null())
+        .count();
+    assert!(
+        ok as f64 >= 0.98 * (pages.len() as f64 - rep.robots_blocked as f64),
+        "{}",
+        report(out.path())
+    );
+    let intro = pages
+        .iter()
+        .find(|p| {
+            p["url"]
+                .as_str()
+                .unwrap()
+                .ends_with("/book/ch01-01-installation.html")
+        })
+        .unwrap();
     assert!(intro["text"].as_str().unwrap().contains("rustup"));
     assert!(intro["title"].as_str().unwrap().contains("Installation"));
     // Every request is in the WARC files.

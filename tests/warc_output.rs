@@ -12,10 +12,20 @@ const WARCIO: &str = "import sys; from warcio.cli import main; sys.exit(main(sys
 async fn every_exchange_is_archived_and_warcio_accepts_it() {
     let site = TestSite::start(SiteConfig::default()).await.unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut o = options(&[site.url("/"), site.url("/redirect/chain/2"), site.url("/gzip-page")], out.path());
+    let mut o = options(
+        &[
+            site.url("/"),
+            site.url("/redirect/chain/2"),
+            site.url("/gzip-page"),
+        ],
+        out.path(),
+    );
     o.warc_max_bytes = 4096;
     let (_, outputs) = trawl::crawl(o).await.unwrap();
-    assert!(outputs.warc_files.len() > 1, "a 4 KiB limit must rotate files");
+    assert!(
+        outputs.warc_files.len() > 1,
+        "a 4 KiB limit must rotate files"
+    );
 
     let mut requests = 0;
     let mut responses = std::collections::HashMap::new();
@@ -30,7 +40,11 @@ async fn every_exchange_is_archived_and_warcio_accepts_it() {
                     concurrent.push(rec.header(WarcHeader::ConcurrentTo).unwrap().to_string());
                 }
                 RecordType::Response => {
-                    assert!(rec.header(WarcHeader::PayloadDigest).unwrap().starts_with("sha1:"));
+                    assert!(
+                        rec.header(WarcHeader::PayloadDigest)
+                            .unwrap()
+                            .starts_with("sha1:")
+                    );
                     let uri = rec.header(WarcHeader::TargetURI).unwrap().to_string();
                     responses.insert(rec.warc_id().to_string(), (uri, rec.body().to_vec()));
                 }
@@ -38,13 +52,23 @@ async fn every_exchange_is_archived_and_warcio_accepts_it() {
             }
         }
     }
-    assert_eq!(requests, site.log().len(), "one request record per request the server saw");
+    assert_eq!(
+        requests,
+        site.log().len(),
+        "one request record per request the server saw"
+    );
     assert_eq!(responses.len(), site.log().len());
     for id in &concurrent {
-        assert!(responses.contains_key(id), "WARC-Concurrent-To {id} names no response");
+        assert!(
+            responses.contains_key(id),
+            "WARC-Concurrent-To {id} names no response"
+        );
     }
     // Raw bytes as received: the gzip page is stored compressed, with its header.
-    let (_, gz) = responses.values().find(|(u, _)| u.ends_with("/gzip-page")).unwrap();
+    let (_, gz) = responses
+        .values()
+        .find(|(u, _)| u.ends_with("/gzip-page"))
+        .unwrap();
     let head_end = gz.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     let head = String::from_utf8_lossy(&gz[..head_end]).to_ascii_lowercase();
     assert!(head.contains("content-encoding: gzip"));
@@ -57,8 +81,13 @@ async fn every_exchange_is_archived_and_warcio_accepts_it() {
                 .arg(f)
                 .output()
                 .unwrap();
-            assert!(check.status.success(), "warcio check {}: {}{}", f.display(),
-                String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+            assert!(
+                check.status.success(),
+                "warcio check {}: {}{}",
+                f.display(),
+                String::from_utf8_lossy(&check.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            );
             let index = std::process::Command::new("python3")
                 .args(["-c", WARCIO, "index"])
                 .arg(f)

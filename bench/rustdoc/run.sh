@@ -15,8 +15,36 @@ mkdir -p "$out"
 
 cargo build --release --locked -p trawl -p trawl-testsite
 
+# The server: nginx (a real web server, as the crawl would meet) when it can be had, else
+# trawl's own test site. TRAWL_BENCH_SERVER=testsite forces the latter.
+server_kind="${TRAWL_BENCH_SERVER:-nginx}"
+if [ "$server_kind" = nginx ] && ! command -v nginx >/dev/null; then
+  (apt-get install -y -qq nginx-light >/dev/null 2>&1) || server_kind=testsite
+  command -v nginx >/dev/null || server_kind=testsite
+fi
+ngx="$PWD/$out/nginx"
 serve() { # $1: access log
-  ./target/release/trawl-testsite --dir "$docs" --port "$port" --log "$1" &
+  if [ "$server_kind" = nginx ]; then
+    mkdir -p "$ngx"
+    cat > "$ngx/nginx.conf" <<CONF
+user $(id -un);
+worker_processes 1;
+daemon off;
+pid $ngx/nginx.pid;
+error_log $ngx/error.log;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  log_format t '\$msec \$request_time \$status \$request_uri';
+  access_log $PWD/$1 t;
+  sendfile on; tcp_nodelay on; keepalive_requests 10000000;
+  server { listen 127.0.0.1:$port; root $docs; }
+}
+CONF
+    nginx -c "$ngx/nginx.conf" &
+  else
+    ./target/release/trawl-testsite --dir "$docs" --port "$port" --log "$1" &
+  fi
   server=$!
   for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.1; done
 }
@@ -38,12 +66,12 @@ wget_s=""
 if command -v wget >/dev/null; then
   serve "$out/access-wget.jsonl"
   rm -rf "$out/wget"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   # wget honours robots.txt by default; -r -l inf follows every link on the host.
   wget -q -r -l inf -np -P "$out/wget" "http://127.0.0.1:$port/" || true
-  wget_s=$(echo "$(date +%s.%N) - $start" | bc)
+  wget_s=$(python3 -c "print(($(date +%s%N) - $start) / 1e9)")
   stop
   rm -rf "$out/wget"
 fi
 
-python3 bench/rustdoc/analyze.py "$docs" "$out" "$runs" "${wget_s:-}"
+python3 bench/rustdoc/analyze.py "$docs" "$out" "$runs" "${wget_s:-}" "$server_kind"

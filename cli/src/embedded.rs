@@ -102,7 +102,10 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         tracker.clone(),
     ));
     let discovered_q = Arc::new(MemoryQueue::<Discovered>::new(4096, tracker.clone()));
-    let fetch_q = Arc::new(MemoryQueue::<FetchJob>::new(opts.concurrency * 2, tracker.clone()));
+    let fetch_q = Arc::new(MemoryQueue::<FetchJob>::new(
+        opts.concurrency * 2,
+        tracker.clone(),
+    ));
     let fetched_q = Arc::new(MemoryQueue::<Fetched>::new(256, tracker.clone()));
     let docs_q = Arc::new(MemoryQueue::<Doc>::new(1024, tracker.clone()));
 
@@ -186,7 +189,9 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         );
         tasks.spawn(async move { Ok(trawl_fetcher::run_worker(f, j, o, d, s).await?) });
     }
-    let extractors = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    let extractors = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2);
     for _ in 0..extractors {
         let (i, o, d, s) = (
             fetched_q.clone() as Arc<dyn Queue<Fetched>>,
@@ -238,14 +243,20 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         }
     }
     let _ = stop_tx.send(true);
-    for q in [&discovered_q as &dyn Closeable, &fetch_q, &fetched_q, &docs_q] {
+    for q in [
+        &discovered_q as &dyn Closeable,
+        &fetch_q,
+        &fetched_q,
+        &docs_q,
+    ] {
         q.close_queue();
     }
     while let Some(res) = tasks.join_next().await {
-        if let Ok(Err(e)) = res {
-            if failure.is_none() && !interrupted {
-                failure = Some(e);
-            }
+        if let Ok(Err(e)) = res
+            && failure.is_none()
+            && !interrupted
+        {
+            failure = Some(e);
         }
     }
     progress.finish();

@@ -4,7 +4,11 @@ use clap::{Parser, Subcommand};
 use trawl::CrawlOptions;
 
 #[derive(Parser)]
-#[command(name = "trawl", version, about = "Crawl websites into a clean, deduplicated, searchable corpus")]
+#[command(
+    name = "trawl",
+    version,
+    about = "Crawl websites into a clean, deduplicated, searchable corpus"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -25,7 +29,10 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -22,8 +22,10 @@ pub struct CrawlOptions {
     /// Stop after admitting this many URLs (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub max_pages: u64,
-    /// Follow links at most this deep (seeds are depth 0).
-    #[arg(long, default_value_t = 50)]
+    /// Follow links at most this deep (seeds are depth 0). High by default: documentation
+    /// sites often chain hundreds of pages through "next" links alone; spider traps have
+    /// their own defences.
+    #[arg(long, default_value_t = 1000)]
     pub max_depth: u32,
     /// Which URLs belong to the crawl: host, domain, prefix (the seed's path up to its last
     /// `/`) or any.

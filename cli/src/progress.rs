@@ -38,7 +38,13 @@ impl Progress {
         Self { mode }
     }
 
-    pub fn update(&self, c: &BTreeMap<String, i64>, in_flight: usize, queued: usize, elapsed: Duration) {
+    pub fn update(
+        &self,
+        c: &BTreeMap<String, i64>,
+        in_flight: usize,
+        queued: usize,
+        elapsed: Duration,
+    ) {
         let done = c.get(ix::PAGES).copied().unwrap_or(0);
         let errors: i64 = c
             .iter()

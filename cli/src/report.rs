@@ -89,7 +89,11 @@ impl CrawlReport {
             started_at: started_at.to_rfc3339(),
             elapsed_s: (secs * 1000.0).round() / 1000.0,
             pages,
-            pages_per_s: if secs > 0.0 { ((pages as f64 / secs) * 10.0).round() / 10.0 } else { 0.0 },
+            pages_per_s: if secs > 0.0 {
+                ((pages as f64 / secs) * 10.0).round() / 10.0
+            } else {
+                0.0
+            },
             pages_with_text: get(ix::WITH_TEXT),
             status: prefixed(c, ix::STATUS_PREFIX),
             robots_blocked: get(fc::ROBOTS_BLOCKED),

@@ -15,7 +15,10 @@ fn bad_arguments_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nothing to crawl"), "{err}");
 
-    let out = trawl().args(["crawl", "http://x/", "--scope", "galaxy"]).output().unwrap();
+    let out = trawl()
+        .args(["crawl", "http://x/", "--scope", "galaxy"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown scope \"galaxy\""), "{err}");
@@ -29,7 +32,10 @@ fn bad_arguments_are_clear_errors() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("reading URL list") && err.contains("nope.txt"), "{err}");
+    assert!(
+        err.contains("reading URL list") && err.contains("nope.txt"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -44,10 +50,28 @@ fn crawls_from_a_url_file_and_reports_progress() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let list = dir.path().join("urls.txt");
-    std::fs::write(&list, format!("# seeds\n{}\n\n{}\n", site.url("/page/1"), site.url("/feeds/1"))).unwrap();
+    std::fs::write(
+        &list,
+        format!(
+            "# seeds\n{}\n\n{}\n",
+            site.url("/page/1"),
+            site.url("/feeds/1")
+        ),
+    )
+    .unwrap();
     let out_dir = dir.path().join("out");
     let out = trawl()
-        .args(["crawl", "--allow-private", "--delay", "0", "--max-depth", "0", "--progress", "log", "--urls"])
+        .args([
+            "crawl",
+            "--allow-private",
+            "--delay",
+            "0",
+            "--max-depth",
+            "0",
+            "--progress",
+            "log",
+            "--urls",
+        ])
         .arg(&list)
         .arg("--out")
         .arg(&out_dir)

@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod message;
+pub mod mutate;
 pub mod queue;
 pub mod scope;
 pub mod state;

@@ -145,7 +145,13 @@ mod tests {
 
     #[test]
     fn fetched_round_trips_binary_bodies() {
-        for body in [vec![], vec![0u8], vec![0, 255], vec![1, 2, 3], (0..=255).collect()] {
+        for body in [
+            vec![],
+            vec![0u8],
+            vec![0, 255],
+            vec![1, 2, 3],
+            (0..=255).collect(),
+        ] {
             let f = Fetched {
                 v: MESSAGE_VERSION,
                 crawl: "c".into(),

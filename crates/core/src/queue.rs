@@ -39,6 +39,9 @@ pub trait Queue<M: Send + 'static>: Send + Sync {
     async fn term(&self, id: u64) -> CoreResult<()>;
     /// Ready plus unacknowledged messages.
     async fn len(&self) -> CoreResult<usize>;
+    async fn is_empty(&self) -> CoreResult<bool> {
+        Ok(self.len().await? == 0)
+    }
 }
 
 struct Slot<M> {
@@ -233,7 +236,12 @@ mod tests {
         assert_eq!(got.iter().map(|d| d.msg).collect::<Vec<_>>(), vec![1, 2]);
         q.ack(got[0].id).await.unwrap();
         q.nak(got[1].id, Duration::from_millis(50)).await.unwrap();
-        assert!(q.pull(10, Duration::from_millis(5)).await.unwrap().is_empty());
+        assert!(
+            q.pull(10, Duration::from_millis(5))
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let again = q.pull(10, Duration::from_millis(500)).await.unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].attempt, 2);

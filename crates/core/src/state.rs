@@ -371,9 +371,18 @@ mod tests {
     async fn cap_evicts_lowest_priority() {
         let tracker = WorkTracker::default();
         let s = MemoryState::new(2, 1, tracker.clone());
-        assert_eq!(s.enqueue(job("a", "/deep", 5)).await.unwrap(), Enqueued::Accepted);
-        assert_eq!(s.enqueue(job("b", "/mid", 3)).await.unwrap(), Enqueued::Accepted);
-        assert_eq!(s.enqueue(job("c", "/deeper", 9)).await.unwrap(), Enqueued::Rejected);
+        assert_eq!(
+            s.enqueue(job("a", "/deep", 5)).await.unwrap(),
+            Enqueued::Accepted
+        );
+        assert_eq!(
+            s.enqueue(job("b", "/mid", 3)).await.unwrap(),
+            Enqueued::Accepted
+        );
+        assert_eq!(
+            s.enqueue(job("c", "/deeper", 9)).await.unwrap(),
+            Enqueued::Rejected
+        );
         assert_eq!(
             s.enqueue(job("c", "/top", 0)).await.unwrap(),
             Enqueued::AcceptedEvicting(1)

@@ -52,7 +52,7 @@ impl Normalizer {
 
     fn is_tracking(&self, name: &str) -> bool {
         let name = name.to_ascii_lowercase();
-        self.exact.iter().any(|e| *e == name) || self.prefixes.iter().any(|p| name.starts_with(p))
+        self.exact.contains(&name) || self.prefixes.iter().any(|p| name.starts_with(p))
     }
 
     /// Parses `raw` (relative to `base` when given) and normalizes it.
@@ -135,19 +135,20 @@ fn normalize_percent(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2])) {
-                let v = h * 16 + l;
-                if is_unreserved(v) {
-                    out.push(v as char);
-                } else {
-                    out.push('%');
-                    out.push(b[i + 1].to_ascii_uppercase() as char);
-                    out.push(b[i + 2].to_ascii_uppercase() as char);
-                }
-                i += 3;
-                continue;
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2]))
+        {
+            let v = h * 16 + l;
+            if is_unreserved(v) {
+                out.push(v as char);
+            } else {
+                out.push('%');
+                out.push(b[i + 1].to_ascii_uppercase() as char);
+                out.push(b[i + 2].to_ascii_uppercase() as char);
             }
+            i += 3;
+            continue;
         }
         // Safe: we only split at ASCII bytes, so multi-byte characters pass through whole.
         let ch_len = utf8_len(b[i]);
@@ -172,12 +173,13 @@ fn percent_decode_lossy(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
         }
         out.push(b[i]);
         i += 1;
@@ -195,37 +197,70 @@ mod tests {
 
     #[test]
     fn normalizes_the_usual_variants() {
-        assert_eq!(n("HTTP://Example.COM:80/a/./b/../c#frag"), "http://example.com/a/c");
+        assert_eq!(
+            n("HTTP://Example.COM:80/a/./b/../c#frag"),
+            "http://example.com/a/c"
+        );
         assert_eq!(n("https://example.com:443/?"), "https://example.com/");
-        assert_eq!(n("http://example.com/%7euser/%2f%41"), "http://example.com/~user/%2FA");
+        assert_eq!(
+            n("http://example.com/%7euser/%2f%41"),
+            "http://example.com/~user/%2FA"
+        );
         assert_eq!(
             n("http://example.com/p?utm_source=x&id=3&fbclid=y&UTM_Medium=z"),
             "http://example.com/p?id=3"
         );
-        assert_eq!(n("http://example.com/p?utm_source=x"), "http://example.com/p");
-        assert_eq!(n("http://user:pw@example.com:8080/"), "http://example.com:8080/");
-        assert_eq!(n("http://example.com/ü%C3%BC"), "http://example.com/%C3%BC%C3%BC");
+        assert_eq!(
+            n("http://example.com/p?utm_source=x"),
+            "http://example.com/p"
+        );
+        assert_eq!(
+            n("http://user:pw@example.com:8080/"),
+            "http://example.com:8080/"
+        );
+        assert_eq!(
+            n("http://example.com/ü%C3%BC"),
+            "http://example.com/%C3%BC%C3%BC"
+        );
     }
 
     #[test]
     fn rejects_what_cannot_be_fetched() {
         let norm = Normalizer::default();
-        assert!(matches!(norm.parse("mailto:a@b.c", None), Err(UrlError::Scheme(_))));
-        assert!(matches!(norm.parse("javascript:void(0)", None), Err(UrlError::Scheme(_))));
-        assert!(matches!(norm.parse("not a url", None), Err(UrlError::Parse(_))));
+        assert!(matches!(
+            norm.parse("mailto:a@b.c", None),
+            Err(UrlError::Scheme(_))
+        ));
+        assert!(matches!(
+            norm.parse("javascript:void(0)", None),
+            Err(UrlError::Scheme(_))
+        ));
+        assert!(matches!(
+            norm.parse("not a url", None),
+            Err(UrlError::Parse(_))
+        ));
     }
 
     #[test]
     fn resolves_relative_links() {
         let base = Url::parse("http://h/docs/a/index.html").unwrap();
         let norm = Normalizer::default();
-        assert_eq!(norm.parse("../b.html", Some(&base)).unwrap().as_str(), "http://h/docs/b.html");
-        assert_eq!(norm.parse("?q=1#x", Some(&base)).unwrap().as_str(), "http://h/docs/a/index.html?q=1");
+        assert_eq!(
+            norm.parse("../b.html", Some(&base)).unwrap().as_str(),
+            "http://h/docs/b.html"
+        );
+        assert_eq!(
+            norm.parse("?q=1#x", Some(&base)).unwrap().as_str(),
+            "http://h/docs/a/index.html?q=1"
+        );
     }
 
     #[test]
     fn host_key_keeps_non_default_ports() {
-        assert_eq!(host_key(&Url::parse("http://a.b:8080/x").unwrap()), "a.b:8080");
+        assert_eq!(
+            host_key(&Url::parse("http://a.b:8080/x").unwrap()),
+            "a.b:8080"
+        );
         assert_eq!(host_key(&Url::parse("https://a.b:443/x").unwrap()), "a.b");
     }
 

@@ -15,8 +15,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
-use axum::serve::ListenerExt;
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use serde::{Deserialize, Serialize};
 
 /// What `/robots.txt` answers.

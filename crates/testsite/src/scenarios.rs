@@ -36,10 +36,19 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/private/{*rest}", get(private))
         .route("/redirect/chain/{n}", get(redirect_chain))
         .route("/redirect/long/{n}", get(redirect_long))
-        .route("/redirect/loop/a", get(|| async { Redirect::permanent("/redirect/loop/b") }))
-        .route("/redirect/loop/b", get(|| async { Redirect::temporary("/redirect/loop/a") }))
+        .route(
+            "/redirect/loop/a",
+            get(|| async { Redirect::permanent("/redirect/loop/b") }),
+        )
+        .route(
+            "/redirect/loop/b",
+            get(|| async { Redirect::temporary("/redirect/loop/a") }),
+        )
         .route("/redirect/offsite", get(redirect_offsite))
-        .route("/redirect/disallowed", get(|| async { Redirect::to("/private/target") }))
+        .route(
+            "/redirect/disallowed",
+            get(|| async { Redirect::to("/private/target") }),
+        )
         .route("/retry/{name}", get(retry))
         .route("/slow", get(slow))
         .route("/huge", get(huge))
@@ -91,15 +100,31 @@ async fn home(State(s): State<Shared>) -> Response {
     page(
         "Home",
         "<p>The test site's home page links to the first page of a chain.</p>",
-        &["/page/1".to_string(), "/private/secret".to_string(), format!("{}/elsewhere", s.origin.replace("127.0.0.1", "localhost"))],
+        &[
+            "/page/1".to_string(),
+            "/private/secret".to_string(),
+            format!("{}/elsewhere", s.origin.replace("127.0.0.1", "localhost")),
+        ],
     )
 }
 
 async fn scenarios_index() -> Response {
     let links: Vec<String> = [
-        "/redirect/chain/3", "/redirect/loop/a", "/redirect/long/12", "/redirect/offsite",
-        "/redirect/disallowed", "/slow", "/huge", "/bomb", "/gzip-page", "/charset/latin1",
-        "/charset/meta", "/charset/sjis", "/binary.bin", "/trap/cal/2024?m=1", "/trap/deep/",
+        "/redirect/chain/3",
+        "/redirect/loop/a",
+        "/redirect/long/12",
+        "/redirect/offsite",
+        "/redirect/disallowed",
+        "/slow",
+        "/huge",
+        "/bomb",
+        "/gzip-page",
+        "/charset/latin1",
+        "/charset/meta",
+        "/charset/sjis",
+        "/binary.bin",
+        "/trap/cal/2024?m=1",
+        "/trap/deep/",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -124,7 +149,9 @@ async fn chain_page(State(s): State<Shared>, Path(n): Path<u32>) -> Response {
     }
     page(
         &format!("Page {n}"),
-        &format!("<p>This is page number {n} of the chain. It has a paragraph of real words so that extraction finds it.</p>"),
+        &format!(
+            "<p>This is page number {n} of the chain. It has a paragraph of real words so that extraction finds it.</p>"
+        ),
         &links,
     )
 }
@@ -151,7 +178,11 @@ async fn redirect_long(Path(n): Path<u32>) -> Response {
 }
 
 async fn redirect_offsite(State(s): State<Shared>) -> Response {
-    Redirect::to(&format!("{}/page/1", s.origin.replace("127.0.0.1", "localhost"))).into_response()
+    Redirect::to(&format!(
+        "{}/page/1",
+        s.origin.replace("127.0.0.1", "localhost")
+    ))
+    .into_response()
 }
 
 /// First request: 429 with `Retry-After: 1`; later ones: a page.
@@ -164,7 +195,8 @@ async fn retry(State(s): State<Shared>, Path(name): Path<String>) -> Response {
     };
     if n == 1 {
         let mut resp = StatusCode::TOO_MANY_REQUESTS.into_response();
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         resp
     } else {
         page("Retried", "<p>Served after backing off.</p>", &[])
@@ -186,7 +218,11 @@ async fn huge(State(s): State<Shared>) -> Response {
             .chain(std::iter::repeat_n(chunk, n))
             .map(Ok::<_, std::io::Error>),
     );
-    ([(header::CONTENT_TYPE, "text/html")], Body::from_stream(stream)).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/html")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
@@ -215,7 +251,10 @@ async fn bomb(State(s): State<Shared>) -> Response {
 async fn gzip_page() -> Response {
     let body = gzip(b"<html><head><title>Compressed</title></head><body><p>Gzip encoded page body.</p></body></html>");
     (
-        [(header::CONTENT_TYPE, "text/html"), (header::CONTENT_ENCODING, "gzip")],
+        [
+            (header::CONTENT_TYPE, "text/html"),
+            (header::CONTENT_ENCODING, "gzip"),
+        ],
         body,
     )
         .into_response()
@@ -223,7 +262,11 @@ async fn gzip_page() -> Response {
 
 async fn latin1() -> Response {
     let body = b"<html><head><title>Latin-1</title></head><body><p>Caf\xe9 cr\xe8me br\xfbl\xe9e \xe0 la fran\xe7aise.</p></body></html>".to_vec();
-    ([(header::CONTENT_TYPE, "text/html; charset=ISO-8859-1")], body).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=ISO-8859-1")],
+        body,
+    )
+        .into_response()
 }
 
 async fn meta_charset() -> Response {
@@ -266,16 +309,28 @@ async fn sitemap_gz(State(s): State<Shared>) -> Response {
   <url><loc>{o}/sm/1</loc></url><url><loc>{o}/sm/2</loc></url><url><loc>{o}/sm/3</loc></url>
 </urlset>"#
     );
-    ([(header::CONTENT_TYPE, "application/gzip")], gzip(xml.as_bytes())).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/gzip")],
+        gzip(xml.as_bytes()),
+    )
+        .into_response()
 }
 
 async fn sitemap_txt(State(s): State<Shared>) -> Response {
     let o = &s.origin;
-    ([(header::CONTENT_TYPE, "text/plain")], format!("{o}/sm/4\n{o}/sm/5\n")).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/plain")],
+        format!("{o}/sm/4\n{o}/sm/5\n"),
+    )
+        .into_response()
 }
 
 async fn sm_page(Path(n): Path<u32>) -> Response {
-    page(&format!("Sitemap page {n}"), "<p>Only a sitemap links here.</p>", &[])
+    page(
+        &format!("Sitemap page {n}"),
+        "<p>Only a sitemap links here.</p>",
+        &[],
+    )
 }
 
 async fn rss(State(s): State<Shared>) -> Response {
@@ -315,7 +370,11 @@ struct Month {
 /// An endless calendar: every month links to the next one.
 async fn calendar(Path(year): Path<u32>, Query(q): Query<Month>) -> Response {
     let m = q.m.unwrap_or(1);
-    let (ny, nm) = if m >= 12 { (year + 1, 1) } else { (year, m + 1) };
+    let (ny, nm) = if m >= 12 {
+        (year + 1, 1)
+    } else {
+        (year, m + 1)
+    };
     page(
         &format!("Calendar {year}-{m}"),
         "<p>Nothing happens this month.</p>",
@@ -325,5 +384,9 @@ async fn calendar(Path(year): Path<u32>, Query(q): Query<Month>) -> Response {
 
 /// Every page links one level deeper with a relative link: `/trap/deep/x/x/x/...`.
 async fn deep() -> Response {
-    page("Deep", "<p>Relative links keep nesting.</p>", &["x/".to_string()])
+    page(
+        "Deep",
+        "<p>Relative links keep nesting.</p>",
+        &["x/".to_string()],
+    )
 }

@@ -22,7 +22,9 @@ fn gunzip_if_needed(body: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
             .read_to_end(&mut out)
             .map_err(|e| format!("corrupt gzip sitemap: {e}"))?;
         if out.len() > MAX_SITEMAP_BYTES {
-            return Err(format!("gzip sitemap decodes past {MAX_SITEMAP_BYTES} bytes"));
+            return Err(format!(
+                "gzip sitemap decodes past {MAX_SITEMAP_BYTES} bytes"
+            ));
         }
         Ok(out.into())
     } else {
@@ -87,13 +89,17 @@ mod tests {
 
     #[test]
     fn xml_index_text_and_gzip_sitemaps() {
-        let xml = br#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+        let xml =
+            br#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
             <url><loc>http://h/a</loc></url><url><loc>http://h/b</loc></url></urlset>"#;
         assert_eq!(parse_sitemap(xml).pages, vec!["http://h/a", "http://h/b"]);
         let idx = br#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
             <sitemap><loc>http://h/s1.xml.gz</loc></sitemap></sitemapindex>"#;
         assert_eq!(parse_sitemap(idx).sitemaps, vec!["http://h/s1.xml.gz"]);
-        assert_eq!(parse_sitemap(b"http://h/x\nhttp://h/y\n").pages, vec!["http://h/x", "http://h/y"]);
+        assert_eq!(
+            parse_sitemap(b"http://h/x\nhttp://h/y\n").pages,
+            vec!["http://h/x", "http://h/y"]
+        );
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(xml).unwrap();
         assert_eq!(parse_sitemap(&gz.finish().unwrap()).pages.len(), 2);
@@ -110,7 +116,10 @@ mod tests {
 
     #[test]
     fn hostile_input_gives_errors_not_panics() {
-        assert!(parse_feed(b"<rss><channel><item>").error.is_some() || parse_feed(b"<rss><channel><item>").pages.is_empty());
+        assert!(
+            parse_feed(b"<rss><channel><item>").error.is_some()
+                || parse_feed(b"<rss><channel><item>").pages.is_empty()
+        );
         assert!(parse_feed(b"\x1f\x8bgarbage").error.is_some());
         let _ = parse_sitemap(b"<urlset><url><loc>");
         let _ = parse_sitemap(&[0xff; 100]);

@@ -128,7 +128,10 @@ fn tidy(s: &str) -> String {
         if let Some(last) = raw.chars().rev().find(|c| *c == PRE_START || *c == PRE_END) {
             in_pre = last == PRE_START;
         }
-        let line: String = raw.chars().filter(|c| *c != PRE_START && *c != PRE_END).collect();
+        let line: String = raw
+            .chars()
+            .filter(|c| *c != PRE_START && *c != PRE_END)
+            .collect();
         let line = if verbatim {
             line.trim_end().to_string()
         } else {
@@ -156,147 +159,170 @@ fn attr(el: &lol_html::html_content::Element, name: &str) -> Option<String> {
 pub fn extract_html(html: &str, url: &Url) -> Result<Extracted, ExtractError> {
     let acc = Rc::new(RefCell::new(Acc::default()));
     let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) = (
-        acc.clone(), acc.clone(), acc.clone(), acc.clone(), acc.clone(), acc.clone(),
-        acc.clone(), acc.clone(), acc.clone(), acc.clone(), acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
+        acc.clone(),
     );
     let handlers = vec![
-            element!("base[href]", move |el| {
-                let mut a = a1.borrow_mut();
-                if a.base.is_none() {
-                    a.base = attr(el, "href");
-                }
-                Ok(())
-            }),
-            element!("a[href], area[href]", move |el| {
-                let rel = el.get_attribute("rel").unwrap_or_default().to_ascii_lowercase();
-                if !rel.split_whitespace().any(|r| r == "nofollow") {
-                    if let Some(h) = attr(el, "href") {
-                        a2.borrow_mut().hrefs.push(h);
+        element!("base[href]", move |el| {
+            let mut a = a1.borrow_mut();
+            if a.base.is_none() {
+                a.base = attr(el, "href");
+            }
+            Ok(())
+        }),
+        element!("a[href], area[href]", move |el| {
+            let rel = el
+                .get_attribute("rel")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if !rel.split_whitespace().any(|r| r == "nofollow")
+                && let Some(h) = attr(el, "href")
+            {
+                a2.borrow_mut().hrefs.push(h);
+            }
+            Ok(())
+        }),
+        element!("link[rel][href]", move |el| {
+            let rel = el
+                .get_attribute("rel")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let ty = el
+                .get_attribute("type")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let mut a = a3.borrow_mut();
+            if rel.split_whitespace().any(|r| r == "canonical") && a.canonical.is_none() {
+                a.canonical = attr(el, "href");
+            } else if rel.split_whitespace().any(|r| r == "alternate")
+                && (ty.contains("rss") || ty.contains("atom"))
+                && let Some(h) = attr(el, "href")
+            {
+                a.feeds.push(h);
+            }
+            Ok(())
+        }),
+        element!("meta[name][content]", move |el| {
+            let name = el
+                .get_attribute("name")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if name == "robots" || name == "trawl" {
+                let c = el
+                    .get_attribute("content")
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let mut a = a4.borrow_mut();
+                a.nofollow |= c.contains("nofollow") || c.contains("none");
+                a.noindex |= c.contains("noindex") || c.contains("none");
+            }
+            Ok(())
+        }),
+        element!("meta[http-equiv][content]", move |el| {
+            let eq = el.get_attribute("http-equiv").unwrap_or_default();
+            if eq.eq_ignore_ascii_case("refresh") {
+                let c = attr(el, "content").unwrap_or_default();
+                if let Some(i) = c.to_ascii_lowercase().find("url=") {
+                    let target = c[i + 4..].trim().trim_matches(|ch| ch == '\'' || ch == '"');
+                    if !target.is_empty() {
+                        a5.borrow_mut().hrefs.push(target.to_string());
                     }
                 }
-                Ok(())
-            }),
-            element!("link[rel][href]", move |el| {
-                let rel = el.get_attribute("rel").unwrap_or_default().to_ascii_lowercase();
-                let ty = el.get_attribute("type").unwrap_or_default().to_ascii_lowercase();
-                let mut a = a3.borrow_mut();
-                if rel.split_whitespace().any(|r| r == "canonical") && a.canonical.is_none() {
-                    a.canonical = attr(el, "href");
-                } else if rel.split_whitespace().any(|r| r == "alternate")
-                    && (ty.contains("rss") || ty.contains("atom"))
-                {
-                    if let Some(h) = attr(el, "href") {
-                        a.feeds.push(h);
-                    }
-                }
-                Ok(())
-            }),
-            element!("meta[name][content]", move |el| {
-                let name = el.get_attribute("name").unwrap_or_default().to_ascii_lowercase();
-                if name == "robots" || name == "trawl" {
-                    let c = el.get_attribute("content").unwrap_or_default().to_ascii_lowercase();
-                    let mut a = a4.borrow_mut();
-                    a.nofollow |= c.contains("nofollow") || c.contains("none");
-                    a.noindex |= c.contains("noindex") || c.contains("none");
-                }
-                Ok(())
-            }),
-            element!("meta[http-equiv][content]", move |el| {
-                let eq = el.get_attribute("http-equiv").unwrap_or_default();
-                if eq.eq_ignore_ascii_case("refresh") {
-                    let c = attr(el, "content").unwrap_or_default();
-                    if let Some(i) = c.to_ascii_lowercase().find("url=") {
-                        let target = c[i + 4..].trim().trim_matches(|ch| ch == '\'' || ch == '"');
-                        if !target.is_empty() {
-                            a5.borrow_mut().hrefs.push(target.to_string());
-                        }
-                    }
-                }
-                Ok(())
-            }),
-            element!("title", move |el| {
-                let first = !a6.borrow().title_done;
-                if first && a6.borrow().skip == 0 {
-                    a6.borrow_mut().in_title = true;
-                    let a = a6.clone();
-                    el.on_end_tag(lol_html::end_tag!(move |_| {
-                        let mut a = a.borrow_mut();
-                        a.in_title = false;
-                        a.title_done = true;
-                        Ok(())
-                    }))?;
-                }
-                Ok(())
-            }),
-            element!(SKIP, move |el| {
-                if el.can_have_content() {
-                    a7.borrow_mut().flush_text();
-                    a7.borrow_mut().skip += 1;
-                    let a = a7.clone();
-                    el.on_end_tag(lol_html::end_tag!(move |_| {
-                        let mut a = a.borrow_mut();
-                        a.pending.clear();
-                        a.skip = a.skip.saturating_sub(1);
-                        Ok(())
-                    }))?;
-                }
-                Ok(())
-            }),
-            element!(MAIN, move |el| {
-                if el.can_have_content() {
-                    a8.borrow_mut().flush_text();
-                    a8.borrow_mut().main += 1;
-                    let a = a8.clone();
-                    el.on_end_tag(lol_html::end_tag!(move |_| {
-                        let mut a = a.borrow_mut();
-                        a.flush_text();
-                        a.main = a.main.saturating_sub(1);
-                        Ok(())
-                    }))?;
-                }
-                Ok(())
-            }),
-            element!("pre", move |el| {
-                {
-                    let mut a = a9.borrow_mut();
-                    a.flush_text();
-                    a.push_break();
-                    a.pre += 1;
-                    a.all.push(PRE_START);
-                    if a.main > 0 {
-                        a.main_text.push(PRE_START);
-                    }
-                }
-                let a = a9.clone();
+            }
+            Ok(())
+        }),
+        element!("title", move |el| {
+            let first = !a6.borrow().title_done;
+            if first && a6.borrow().skip == 0 {
+                a6.borrow_mut().in_title = true;
+                let a = a6.clone();
+                el.on_end_tag(lol_html::end_tag!(move |_| {
+                    let mut a = a.borrow_mut();
+                    a.in_title = false;
+                    a.title_done = true;
+                    Ok(())
+                }))?;
+            }
+            Ok(())
+        }),
+        element!(SKIP, move |el| {
+            if el.can_have_content() {
+                a7.borrow_mut().flush_text();
+                a7.borrow_mut().skip += 1;
+                let a = a7.clone();
+                el.on_end_tag(lol_html::end_tag!(move |_| {
+                    let mut a = a.borrow_mut();
+                    a.pending.clear();
+                    a.skip = a.skip.saturating_sub(1);
+                    Ok(())
+                }))?;
+            }
+            Ok(())
+        }),
+        element!(MAIN, move |el| {
+            if el.can_have_content() {
+                a8.borrow_mut().flush_text();
+                a8.borrow_mut().main += 1;
+                let a = a8.clone();
                 el.on_end_tag(lol_html::end_tag!(move |_| {
                     let mut a = a.borrow_mut();
                     a.flush_text();
-                    a.pre = a.pre.saturating_sub(1);
-                    a.all.push(PRE_END);
-                    if a.main > 0 {
-                        a.main_text.push(PRE_END);
-                    }
-                    a.push_break();
+                    a.main = a.main.saturating_sub(1);
                     Ok(())
                 }))?;
-                Ok(())
-            }),
-            element!(BLOCK, move |el| {
-                let mut a = a10.borrow_mut();
+            }
+            Ok(())
+        }),
+        element!("pre", move |el| {
+            {
+                let mut a = a9.borrow_mut();
                 a.flush_text();
                 a.push_break();
-                drop(a);
-                if el.can_have_content() {
-                    let a = a10.clone();
-                    let _ = el.on_end_tag(lol_html::end_tag!(move |_| {
-                        let mut a = a.borrow_mut();
-                        a.flush_text();
-                        a.push_break();
-                        Ok(())
-                    }));
+                a.pre += 1;
+                a.all.push(PRE_START);
+                if a.main > 0 {
+                    a.main_text.push(PRE_START);
                 }
+            }
+            let a = a9.clone();
+            el.on_end_tag(lol_html::end_tag!(move |_| {
+                let mut a = a.borrow_mut();
+                a.flush_text();
+                a.pre = a.pre.saturating_sub(1);
+                a.all.push(PRE_END);
+                if a.main > 0 {
+                    a.main_text.push(PRE_END);
+                }
+                a.push_break();
                 Ok(())
-            }),
+            }))?;
+            Ok(())
+        }),
+        element!(BLOCK, move |el| {
+            let mut a = a10.borrow_mut();
+            a.flush_text();
+            a.push_break();
+            drop(a);
+            if el.can_have_content() {
+                let a = a10.clone();
+                let _ = el.on_end_tag(lol_html::end_tag!(move |_| {
+                    let mut a = a.borrow_mut();
+                    a.flush_text();
+                    a.push_break();
+                    Ok(())
+                }));
+            }
+            Ok(())
+        }),
     ];
     let mut settings = Settings::new();
     for h in handlers {
@@ -320,7 +346,9 @@ pub fn extract_html(html: &str, url: &Url) -> Result<Extracted, ExtractError> {
     rewriter
         .write(html.as_bytes())
         .map_err(|e| ExtractError::Html(e.to_string()))?;
-    rewriter.end().map_err(|e| ExtractError::Html(e.to_string()))?;
+    rewriter
+        .end()
+        .map_err(|e| ExtractError::Html(e.to_string()))?;
 
     let mut a = acc.borrow_mut();
     a.flush_text();
@@ -331,8 +359,14 @@ pub fn extract_html(html: &str, url: &Url) -> Result<Extracted, ExtractError> {
         .unwrap_or_else(|| url.clone());
     let resolve = |h: &str| base.join(h).ok().map(|u| u.to_string());
     let main = tidy(&a.main_text);
-    let text = if main.chars().count() >= 100 { main } else { tidy(&a.all) };
-    let title = collapse(&html_escape::decode_html_entities(&a.title)).trim().to_string();
+    let text = if main.chars().count() >= 100 {
+        main
+    } else {
+        tidy(&a.all)
+    };
+    let title = collapse(&html_escape::decode_html_entities(&a.title))
+        .trim()
+        .to_string();
     Ok(Extracted {
         title: (!title.is_empty()).then_some(title),
         text,
@@ -358,14 +392,20 @@ mod tests {
 
     #[test]
     fn title_text_and_links() {
-        let e = ex(r#"<html><head><title>A &amp; B</title><base href="/root/"></head><body>
+        let e = ex(
+            r#"<html><head><title>A &amp; B</title><base href="/root/"></head><body>
             <nav><a href="/nav">Nav link</a> menu</nav>
             <p>First paragraph with <b>bold</b> text &eacute;.</p><p>Second</p>
             <a href="x.html">x</a> <a rel="nofollow" href="/no">no</a> <a href="mailto:a@b">m</a>
             <script>var s = "<p>not text</p>";</script>
-            <footer>Footer junk</footer></body></html>"#);
+            <footer>Footer junk</footer></body></html>"#,
+        );
         assert_eq!(e.title.as_deref(), Some("A & B"));
-        assert!(e.text.contains("First paragraph with bold text é."), "{}", e.text);
+        assert!(
+            e.text.contains("First paragraph with bold text é."),
+            "{}",
+            e.text
+        );
         assert!(e.text.contains("Second"));
         assert!(!e.text.contains("Nav link"));
         assert!(!e.text.contains("Footer junk"));
@@ -397,13 +437,25 @@ mod tests {
     #[test]
     fn pre_keeps_whitespace() {
         let e = ex("<pre>fn main() {\n    println!(\"hi\");\n}</pre><p>after</p>");
-        assert!(e.text.contains("fn main() {\n    println!(\"hi\");\n}"), "{}", e.text);
+        assert!(
+            e.text.contains("fn main() {\n    println!(\"hi\");\n}"),
+            "{}",
+            e.text
+        );
     }
 
     #[test]
     fn broken_markup_does_not_panic() {
-        for html in ["<", "<a href=", "<title>unterminated", "</p></p></div>", "<svg><title>x</title>",
-            "\u{0}\u{0}<p>", "<table><tr><td>a<td>b</table>", "<main><main></main>"] {
+        for html in [
+            "<",
+            "<a href=",
+            "<title>unterminated",
+            "</p></p></div>",
+            "<svg><title>x</title>",
+            "\u{0}\u{0}<p>",
+            "<table><tr><td>a<td>b</table>",
+            "<main><main></main>",
+        ] {
             let _ = ex(html);
         }
     }

@@ -36,10 +36,7 @@ pub fn process(f: &Fetched) -> Processed {
     };
     let mut urls: Vec<DiscoveredUrl> = Vec::new();
     let usable = (200..300).contains(&f.status)
-        && f
-            .error
-            .as_ref()
-            .is_none_or(|e| e.kind == "body_too_large");
+        && f.error.as_ref().is_none_or(|e| e.kind == "body_too_large");
     if usable {
         match f.job.kind {
             UrlKind::Page => {
@@ -77,7 +74,12 @@ pub fn process(f: &Fetched) -> Processed {
                 };
                 if let Some(err) = listing.error {
                     page.error = Some(trawl_core::FetchFailure {
-                        kind: if f.job.kind == UrlKind::Sitemap { "sitemap_parse" } else { "feed_parse" }.into(),
+                        kind: if f.job.kind == UrlKind::Sitemap {
+                            "sitemap_parse"
+                        } else {
+                            "feed_parse"
+                        }
+                        .into(),
                         message: err,
                     });
                 }

@@ -16,7 +16,11 @@ pub enum BodyError {
 }
 
 /// Undoes `Content-Encoding` (gzip, deflate, identity), reading at most `limit` bytes out.
-pub fn decode_content(raw: &[u8], encoding: Option<&str>, limit: usize) -> Result<Vec<u8>, BodyError> {
+pub fn decode_content(
+    raw: &[u8],
+    encoding: Option<&str>,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
     let enc = encoding.unwrap_or("identity").trim().to_ascii_lowercase();
     match enc.as_str() {
         "" | "identity" => Ok(raw.to_vec()),
@@ -104,11 +108,13 @@ fn meta_charset(head: &[u8]) -> Option<&'static Encoding> {
                     .collect();
                 if let Some(enc) = Encoding::for_label(&value) {
                     // A page that claims UTF-16 in ASCII-compatible bytes is lying (HTML spec).
-                    return Some(if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
-                        encoding_rs::UTF_8
-                    } else {
-                        enc
-                    });
+                    return Some(
+                        if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
+                            encoding_rs::UTF_8
+                        } else {
+                            enc
+                        },
+                    );
                 }
             }
         }
@@ -145,20 +151,36 @@ mod tests {
             decode_content(&bomb, Some("gzip"), 1_000_000),
             Err(BodyError::DecompressionLimit { limit: 1_000_000 })
         );
-        assert!(matches!(decode_content(b"not gzip", Some("gzip"), 10), Err(BodyError::Corrupt { .. })));
-        assert!(matches!(decode_content(b"x", Some("br"), 10), Err(BodyError::UnsupportedEncoding(_))));
+        assert!(matches!(
+            decode_content(b"not gzip", Some("gzip"), 10),
+            Err(BodyError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            decode_content(b"x", Some("br"), 10),
+            Err(BodyError::UnsupportedEncoding(_))
+        ));
     }
 
     #[test]
     fn charset_order_bom_header_meta_detector() {
         let latin1 = b"<html><body>caf\xe9 cr\xe8me br\xfbl\xe9e, d\xe9j\xe0 vu, \xe0 la carte</body></html>";
-        assert_eq!(decode_html(latin1, Some("text/html; charset=ISO-8859-1")).0.contains("café"), true);
+        let (text, name) = decode_html(latin1, Some("text/html; charset=ISO-8859-1"));
+        assert!(text.contains("café crème brûlée"), "{text}");
+        // WHATWG: the ISO-8859-1 label means windows-1252.
+        assert_eq!(name, "windows-1252");
         let meta = b"<html><head><meta charset=\"windows-1252\"></head><body>caf\xe9</body></html>";
-        assert_eq!(detect_charset(meta, Some("text/html")), encoding_rs::WINDOWS_1252);
-        let http_equiv = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=shift_jis\">";
+        assert_eq!(
+            detect_charset(meta, Some("text/html")),
+            encoding_rs::WINDOWS_1252
+        );
+        let http_equiv =
+            b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=shift_jis\">";
         assert_eq!(detect_charset(http_equiv, None), encoding_rs::SHIFT_JIS);
         let bom = b"\xef\xbb\xbf<html>caf\xc3\xa9";
-        assert_eq!(detect_charset(bom, Some("text/html; charset=iso-8859-1")), encoding_rs::UTF_8);
+        assert_eq!(
+            detect_charset(bom, Some("text/html; charset=iso-8859-1")),
+            encoding_rs::UTF_8
+        );
         // Undeclared Shift_JIS: the detector must find it.
         let (sjis, _, _) = encoding_rs::SHIFT_JIS.encode("<html><body>日本語のテキストです。これはテストのページです。東京都の天気は晴れです。</body></html>");
         let (text, name) = decode_html(&sjis, Some("text/html"));
@@ -168,7 +190,13 @@ mod tests {
 
     #[test]
     fn meta_scan_survives_junk() {
-        for junk in [&b"<meta"[..], b"<meta charset", b"<meta charset=", b"<meta charset=>", b"<<<<meta>"] {
+        for junk in [
+            &b"<meta"[..],
+            b"<meta charset",
+            b"<meta charset=",
+            b"<meta charset=>",
+            b"<<<<meta>",
+        ] {
             let _ = detect_charset(junk, None);
         }
     }

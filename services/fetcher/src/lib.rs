@@ -106,7 +106,10 @@ impl FetcherConfig {
 pub enum Outcome {
     Done(Box<Fetched>),
     /// 429/503: queue the job again; the host backs off until then.
-    Retry { after: Duration, status: u16 },
+    Retry {
+        after: Duration,
+        status: u16,
+    },
 }
 
 #[derive(Debug)]
@@ -218,7 +221,13 @@ impl Fetcher {
         let mut url = match Url::parse(&job.url) {
             Ok(u) => u,
             Err(e) => {
-                return Ok(Outcome::Done(Box::new(done(job, &job.url, hops, 0, failure("invalid_url", e.to_string())))));
+                return Ok(Outcome::Done(Box::new(done(
+                    job,
+                    &job.url,
+                    hops,
+                    0,
+                    failure("invalid_url", e.to_string()),
+                ))));
             }
         };
         loop {
@@ -226,16 +235,43 @@ impl Fetcher {
             if !hops.is_empty() {
                 if !self.scope.contains(&url) {
                     self.state.incr(counters::REDIRECT_OUT_OF_SCOPE, 1).await?;
-                    let f = failure("redirect_out_of_scope", format!("redirect to {url} leaves the crawl scope"));
-                    return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                    let f = failure(
+                        "redirect_out_of_scope",
+                        format!("redirect to {url} leaves the crawl scope"),
+                    );
+                    return Ok(Outcome::Done(Box::new(done(
+                        job,
+                        url.as_str(),
+                        hops,
+                        wire_bytes,
+                        f,
+                    ))));
                 }
                 if hops.iter().any(|h| h.url == url.as_str()) {
-                    let f = failure("redirect_loop", format!("redirect loop: {url} was already visited in this chain"));
-                    return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                    let f = failure(
+                        "redirect_loop",
+                        format!("redirect loop: {url} was already visited in this chain"),
+                    );
+                    return Ok(Outcome::Done(Box::new(done(
+                        job,
+                        url.as_str(),
+                        hops,
+                        wire_bytes,
+                        f,
+                    ))));
                 }
                 if hops.len() > self.cfg.max_redirects {
-                    let f = failure("too_many_redirects", format!("more than {} redirects", self.cfg.max_redirects));
-                    return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                    let f = failure(
+                        "too_many_redirects",
+                        format!("more than {} redirects", self.cfg.max_redirects),
+                    );
+                    return Ok(Outcome::Done(Box::new(done(
+                        job,
+                        url.as_str(),
+                        hops,
+                        wire_bytes,
+                        f,
+                    ))));
                 }
                 // A target the crawl already has (or will fetch on its own) is not fetched
                 // twice: the record points at it and the chain ends here.
@@ -248,39 +284,77 @@ impl Fetcher {
                 }
             }
             if let Some(f) = self.address_policy(&url) {
-                return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                return Ok(Outcome::Done(Box::new(done(
+                    job,
+                    url.as_str(),
+                    hops,
+                    wire_bytes,
+                    f,
+                ))));
             }
             let rules = match self.rules_for(&url, clock, discovered).await? {
                 Ok(r) => r,
-                Err(f) => return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f)))),
+                Err(f) => {
+                    return Ok(Outcome::Done(Box::new(done(
+                        job,
+                        url.as_str(),
+                        hops,
+                        wire_bytes,
+                        f,
+                    ))));
+                }
             };
             if !rules.allows(&url) {
                 self.state.incr(counters::ROBOTS_BLOCKED, 1).await?;
-                let why = if rules.access == "rules" { "disallowed by robots.txt" } else { rules.access };
+                let why = if rules.access == "rules" {
+                    "disallowed by robots.txt"
+                } else {
+                    rules.access
+                };
                 let f = failure("robots_disallowed", format!("{url}: {why}"));
-                return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
+                return Ok(Outcome::Done(Box::new(done(
+                    job,
+                    url.as_str(),
+                    hops,
+                    wire_bytes,
+                    f,
+                ))));
             }
             let crawl_delay = rules.robots.crawl_delay();
             let resp = match self.request(&url, &host, crawl_delay, clock).await {
                 Ok(r) => r,
-                Err(f) => return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f)))),
+                Err(f) => {
+                    return Ok(Outcome::Done(Box::new(done(
+                        job,
+                        url.as_str(),
+                        hops,
+                        wire_bytes,
+                        f,
+                    ))));
+                }
             };
             wire_bytes += resp.payload.len() as u64;
             hops.push(Hop {
                 url: url.to_string(),
                 status: resp.status,
             });
-            if (300..400).contains(&resp.status) {
-                if let Some(loc) = resp.headers.get(LOCATION).and_then(|v| v.to_str().ok()) {
-                    match self.normalizer.parse(loc, Some(&url)) {
-                        Ok(next) => {
-                            url = next;
-                            continue;
-                        }
-                        Err(e) => {
-                            let f = failure("bad_redirect", format!("unusable Location {loc:?}: {e}"));
-                            return Ok(Outcome::Done(Box::new(done(job, url.as_str(), hops, wire_bytes, f))));
-                        }
+            if (300..400).contains(&resp.status)
+                && let Some(loc) = resp.headers.get(LOCATION).and_then(|v| v.to_str().ok())
+            {
+                match self.normalizer.parse(loc, Some(&url)) {
+                    Ok(next) => {
+                        url = next;
+                        continue;
+                    }
+                    Err(e) => {
+                        let f = failure("bad_redirect", format!("unusable Location {loc:?}: {e}"));
+                        return Ok(Outcome::Done(Box::new(done(
+                            job,
+                            url.as_str(),
+                            hops,
+                            wire_bytes,
+                            f,
+                        ))));
                     }
                 }
             }
@@ -309,7 +383,9 @@ impl Fetcher {
         match ip {
             Some(ip) if !net::is_public(ip) => Some(failure(
                 "private_address",
-                format!("{ip} is a private, loopback or link-local address (use --allow-private to crawl it)"),
+                format!(
+                    "{ip} is a private, loopback or link-local address (use --allow-private to crawl it)"
+                ),
             )),
             _ => None,
         }
@@ -325,7 +401,10 @@ impl Fetcher {
                     return Some(Duration::from_secs(secs));
                 }
                 let at = httpdate::parse_http_date(v).ok()?;
-                Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+                Some(
+                    at.duration_since(std::time::SystemTime::now())
+                        .unwrap_or_default(),
+                )
             });
         parsed
             .unwrap_or(self.cfg.default_backoff)
@@ -352,7 +431,11 @@ impl Fetcher {
                     Ok(u) => u,
                     Err(e) => return Ok(Err(failure("invalid_url", e.to_string()))),
                 };
-                let access = self.fetch_robots(&robots_url, &host, clock).await;
+                let access = match self.fetch_robots(&robots_url, &host, clock).await {
+                    Ok(a) => a,
+                    // Not a fact about the site's robots.txt: report it, cache nothing.
+                    Err(f) => return Ok(Err(f)),
+                };
                 let entry = RobotsEntry {
                     access,
                     fetched_at_ms: now_ms(),
@@ -374,22 +457,31 @@ impl Fetcher {
                     kind: UrlKind::Sitemap,
                 }));
                 let rules = Arc::new(rules);
-                self.robots.put(&host, rules.clone(), entry.fetched_at_ms + ttl);
+                self.robots
+                    .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
                 return Ok(Ok(rules));
             }
         };
         let rules = Arc::new(HostRules::from_entry(&entry, &self.cfg.robots_agent));
-        self.robots.put(&host, rules.clone(), entry.fetched_at_ms + ttl);
+        self.robots
+            .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
         Ok(Ok(rules))
     }
 
-    async fn fetch_robots(&self, robots_url: &Url, host: &str, clock: &mut JobClock) -> RobotsAccess {
+    /// Fetches robots.txt; `Err` only when our own address policy refused the request.
+    async fn fetch_robots(
+        &self,
+        robots_url: &Url,
+        host: &str,
+        clock: &mut JobClock,
+    ) -> Result<RobotsAccess, FetchFailure> {
         // RFC 9309 2.3.1.2: follow at least five redirects.
         let mut url = robots_url.clone();
         for _ in 0..=5 {
             let resp = match self.request(&url, host, None, clock).await {
                 Ok(r) => r,
-                Err(_) => return RobotsAccess::Unreachable,
+                Err(f) if f.kind == "private_address" => return Err(f),
+                Err(_) => return Ok(RobotsAccess::Unreachable),
             };
             match resp.status {
                 200..=299 => {
@@ -400,13 +492,13 @@ impl Fetcher {
                     );
                     // A body too large to decode is still rules: the parser reads the first
                     // 500 KiB. Undecodable bytes mean nothing can be read: allow all.
-                    return match body {
+                    return Ok(match body {
                         Ok(b) => RobotsAccess::Body(b),
                         Err(body::BodyError::DecompressionLimit { .. }) => {
                             RobotsAccess::Body(resp.payload)
                         }
                         Err(_) => RobotsAccess::Unavailable,
-                    };
+                    });
                 }
                 300..=399 => {
                     let next = resp
@@ -416,14 +508,14 @@ impl Fetcher {
                         .and_then(|l| url.join(l).ok());
                     match next {
                         Some(n) if host_key(&n) == host || self.scope.contains(&n) => url = n,
-                        _ => return RobotsAccess::Unavailable,
+                        _ => return Ok(RobotsAccess::Unavailable),
                     }
                 }
-                400..=499 => return RobotsAccess::Unavailable,
-                _ => return RobotsAccess::Unreachable,
+                400..=499 => return Ok(RobotsAccess::Unavailable),
+                _ => return Ok(RobotsAccess::Unreachable),
             }
         }
-        RobotsAccess::Unavailable
+        Ok(RobotsAccess::Unavailable)
     }
 
     /// One HTTP request, spaced from the previous request to the same host in this job.
@@ -513,11 +605,21 @@ impl Fetcher {
         resp: Response,
     ) -> Fetched {
         let content_type = header_str(&resp.headers, "content-type").map(str::to_string);
-        let mut fetched = done_ok(job, url.as_str(), hops, wire_bytes, resp.status, content_type.clone());
+        let mut fetched = done_ok(
+            job,
+            url.as_str(),
+            hops,
+            wire_bytes,
+            resp.status,
+            content_type.clone(),
+        );
         if resp.truncated {
             fetched.error = Some(failure(
                 "body_too_large",
-                format!("body larger than the {}-byte cap; kept the first part", self.cfg.max_body_bytes),
+                format!(
+                    "body larger than the {}-byte cap; kept the first part",
+                    self.cfg.max_body_bytes
+                ),
             ));
         }
         if !(200..300).contains(&resp.status) {
@@ -539,9 +641,13 @@ impl Fetcher {
                 return fetched;
             }
         };
-        let mime = content_type
-            .as_deref()
-            .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        let mime = content_type.as_deref().map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
         match job.kind {
             UrlKind::Sitemap | UrlKind::Feed => fetched.body = decoded,
             UrlKind::Page => {
@@ -587,9 +693,13 @@ fn classify(e: reqwest::Error) -> FetchFailure {
         chain.push_str(&s.to_string());
         src = s.source();
     }
-    let kind = if chain.contains(net::BLOCKED_MARKER) {
-        "private_address"
-    } else if e.is_timeout() {
+    if chain.contains(net::BLOCKED_MARKER) {
+        return failure(
+            "private_address",
+            format!("{chain} (use --allow-private to crawl it)"),
+        );
+    }
+    let kind = if e.is_timeout() {
         "timeout"
     } else if e.is_connect() {
         if chain.contains("dns error") || chain.contains("failed to lookup") {
@@ -605,7 +715,13 @@ fn classify(e: reqwest::Error) -> FetchFailure {
     failure(kind, chain)
 }
 
-fn done(job: &FetchJob, final_url: &str, hops: Vec<Hop>, wire_bytes: u64, f: FetchFailure) -> Fetched {
+fn done(
+    job: &FetchJob,
+    final_url: &str,
+    hops: Vec<Hop>,
+    wire_bytes: u64,
+    f: FetchFailure,
+) -> Fetched {
     let status = hops.last().map_or(0, |h| h.status);
     let mut out = done_ok(job, final_url, hops, wire_bytes, status, None);
     out.error = Some(f);
@@ -649,7 +765,11 @@ fn request_head(url: &Url, ua: &str, accept: &str, accept_encoding: &str) -> Vec
     .into_bytes()
 }
 
-fn response_head(version: reqwest::Version, status: reqwest::StatusCode, headers: &HeaderMap) -> Vec<u8> {
+fn response_head(
+    version: reqwest::Version,
+    status: reqwest::StatusCode,
+    headers: &HeaderMap,
+) -> Vec<u8> {
     let v = match version {
         reqwest::Version::HTTP_09 => "HTTP/0.9",
         reqwest::Version::HTTP_10 => "HTTP/1.0",

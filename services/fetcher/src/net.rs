@@ -54,16 +54,17 @@ impl Resolve for GuardedResolver {
         let allow = self.allow_private;
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let kept: Vec<SocketAddr> = addrs
                 .iter()
                 .copied()
                 .filter(|a| allow || is_public(a.ip()))
                 .collect();
             if kept.is_empty() && !addrs.is_empty() {
-                return Err(format!("{BLOCKED_MARKER}: {host} resolves to {}", addrs[0].ip()).into());
+                return Err(
+                    format!("{BLOCKED_MARKER}: {host} resolves to {}", addrs[0].ip()).into(),
+                );
             }
             Ok(Box::new(kept.into_iter()) as Addrs)
         })
@@ -76,8 +77,19 @@ mod tests {
 
     #[test]
     fn classifies_addresses() {
-        for private in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.5", "169.254.1.1",
-            "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1"] {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "169.254.1.1",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
         for public in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {

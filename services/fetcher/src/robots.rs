@@ -84,7 +84,9 @@ mod tests {
 
     #[test]
     fn longest_match_wins_and_allow_wins_ties() {
-        let r = rules("User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /a/b/c\nAllow: /x\nDisallow: /x\n");
+        let r = rules(
+            "User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /a/b/c\nAllow: /x\nDisallow: /x\n",
+        );
         assert!(!ok(&r, "/a"));
         assert!(ok(&r, "/a/b"));
         assert!(!ok(&r, "/a/b/c/d"));
@@ -110,18 +112,27 @@ mod tests {
         assert!(ok(&r, "/yes"));
         assert!(!ok(&r, "/no"));
         assert!(!ok(&r, "/also-no"));
-        assert_eq!(r.robots.crawl_delay(), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(
+            r.robots.crawl_delay(),
+            Some(std::time::Duration::from_secs(2))
+        );
     }
 
     #[test]
     fn status_rules() {
         let unavailable = HostRules::from_entry(
-            &RobotsEntry { access: RobotsAccess::Unavailable, fetched_at_ms: 0 },
+            &RobotsEntry {
+                access: RobotsAccess::Unavailable,
+                fetched_at_ms: 0,
+            },
             "trawl",
         );
         assert!(ok(&unavailable, "/anything"));
         let unreachable = HostRules::from_entry(
-            &RobotsEntry { access: RobotsAccess::Unreachable, fetched_at_ms: 0 },
+            &RobotsEntry {
+                access: RobotsAccess::Unreachable,
+                fetched_at_ms: 0,
+            },
             "trawl",
         );
         assert!(!ok(&unreachable, "/anything"));
@@ -139,7 +150,12 @@ mod tests {
 
     #[test]
     fn hostile_input_does_not_panic() {
-        for txt in ["\0\0\0", "User-agent:\nDisallow:", "Disallow: /*$*$*$", &"é".repeat(100_000)] {
+        for txt in [
+            "\0\0\0",
+            "User-agent:\nDisallow:",
+            "Disallow: /*$*$*$",
+            &"é".repeat(100_000),
+        ] {
             let r = rules(txt);
             let _ = ok(&r, "/é/x");
         }

@@ -127,7 +127,12 @@ impl RotatingFile {
     }
 
     fn open(&mut self) -> Result<(), WarcError> {
-        let name = format!("{}-{}-{:05}.warc.gz", self.cfg.prefix, self.stamp, self.files.len());
+        let name = format!(
+            "{}-{}-{:05}.warc.gz",
+            self.cfg.prefix,
+            self.stamp,
+            self.files.len()
+        );
         let path = self.cfg.dir.join(&name);
         let mut w = BufWriter::new(File::create(&path)?);
         let info = warcinfo(&name)?;
@@ -202,7 +207,11 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
     let block_digest = sha1_b32(&block);
     let mut resp = base_record(RecordType::Response, block, ex.date);
     set(&mut resp, WarcHeader::TargetURI, &ex.target_uri)?;
-    set(&mut resp, WarcHeader::ContentType, "application/http;msgtype=response")?;
+    set(
+        &mut resp,
+        WarcHeader::ContentType,
+        "application/http;msgtype=response",
+    )?;
     set(&mut resp, WarcHeader::BlockDigest, &block_digest)?;
     set(&mut resp, WarcHeader::PayloadDigest, &sha1_b32(&ex.payload))?;
     if let Some(ip) = ex.ip {
@@ -214,7 +223,11 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
     let req_digest = sha1_b32(&ex.request_head);
     let mut req = base_record(RecordType::Request, ex.request_head.clone(), ex.date);
     set(&mut req, WarcHeader::TargetURI, &ex.target_uri)?;
-    set(&mut req, WarcHeader::ContentType, "application/http;msgtype=request")?;
+    set(
+        &mut req,
+        WarcHeader::ContentType,
+        "application/http;msgtype=request",
+    )?;
     set(&mut req, WarcHeader::BlockDigest, &req_digest)?;
     set(&mut req, WarcHeader::ConcurrentTo, resp.warc_id())?;
     if let Some(ip) = ex.ip {
@@ -270,14 +283,19 @@ mod tests {
         })
         .unwrap();
         let h = task.handle();
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             for i in 0..10 {
                 h.write(exchange(i)).await.unwrap();
             }
         });
         let files = task.finish().unwrap();
-        assert!(files.len() > 1, "rotation at 1500 bytes must give several files");
+        assert!(
+            files.len() > 1,
+            "rotation at 1500 bytes must give several files"
+        );
         let mut responses = 0;
         for f in &files {
             let reader = warc::WarcReader::from_path_gzip(f).unwrap();

@@ -288,17 +288,32 @@ mod tests {
     #[tokio::test]
     async fn verdicts() {
         let (f, _) = frontier(2, 0);
-        assert_eq!(f.admit(&d("http://h/a#x", 1)).await.unwrap(), Verdict::Queued);
-        assert_eq!(f.admit(&d("http://H:80/a", 1)).await.unwrap(), Verdict::Seen);
-        assert_eq!(f.admit(&d("http://other/a", 1)).await.unwrap(), Verdict::OutOfScope);
-        assert_eq!(f.admit(&d("http://h/deep", 3)).await.unwrap(), Verdict::TooDeep);
+        assert_eq!(
+            f.admit(&d("http://h/a#x", 1)).await.unwrap(),
+            Verdict::Queued
+        );
+        assert_eq!(
+            f.admit(&d("http://H:80/a", 1)).await.unwrap(),
+            Verdict::Seen
+        );
+        assert_eq!(
+            f.admit(&d("http://other/a", 1)).await.unwrap(),
+            Verdict::OutOfScope
+        );
+        assert_eq!(
+            f.admit(&d("http://h/deep", 3)).await.unwrap(),
+            Verdict::TooDeep
+        );
         assert_eq!(f.admit(&d("ftp://h/x", 1)).await.unwrap(), Verdict::Invalid);
         assert_eq!(
             f.admit(&d("http://h/x/y/x/y/x/y", 1)).await.unwrap(),
             Verdict::Trap(TrapKind::RepeatedSegments)
         );
         let long = format!("http://h/{}", "a".repeat(3000));
-        assert_eq!(f.admit(&d(&long, 1)).await.unwrap(), Verdict::Trap(TrapKind::UrlTooLong));
+        assert_eq!(
+            f.admit(&d(&long, 1)).await.unwrap(),
+            Verdict::Trap(TrapKind::UrlTooLong)
+        );
         for i in 0..3 {
             let u = format!("http://h/cal/2024?m={i}");
             assert_eq!(f.admit(&d(&u, 1)).await.unwrap(), Verdict::Queued);
@@ -339,4 +354,3 @@ mod tests {
         assert_eq!(next_allowed_ms(1000, Some(Duration::from_secs(2)), d), 3000);
     }
 }
-

@@ -78,10 +78,15 @@ pub fn status_class(status: u16) -> String {
 pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), CoreError> {
     state.incr(counters::PAGES, 1).await?;
     state
-        .incr(&format!("{}{}", counters::STATUS_PREFIX, status_class(page.status)), 1)
+        .incr(
+            &format!("{}{}", counters::STATUS_PREFIX, status_class(page.status)),
+            1,
+        )
         .await?;
     if let Some(e) = &page.error {
-        state.incr(&format!("{}{}", counters::ERROR_PREFIX, e.kind), 1).await?;
+        state
+            .incr(&format!("{}{}", counters::ERROR_PREFIX, e.kind), 1)
+            .await?;
     }
     if page.redirects.len() > 1 {
         state.incr(counters::REDIRECTED, 1).await?;

@@ -22,7 +22,11 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let cfg = SiteConfig {
-        robots: if args.dir.is_some() { Robots::FromDir } else { Robots::default() },
+        robots: if args.dir.is_some() {
+            Robots::FromDir
+        } else {
+            Robots::default()
+        },
         dir: args.dir,
         log_file: args.log,
         ..SiteConfig::default()
