@@ -33,37 +33,22 @@ fn gunzip_if_needed(body: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
 }
 
 pub fn parse_sitemap(body: &[u8]) -> Listing {
-    let mut out = Listing::default();
-    let bytes = match gunzip_if_needed(body) {
-        Ok(b) => b,
-        Err(e) => {
-            out.error = Some(e);
-            return out;
-        }
-    };
-    for record in sitemapo::Parser::new(&bytes[..]) {
-        match record {
-            Ok(sitemapo::Record::Entry(e)) => out.pages.push(e.location.to_string()),
-            Ok(sitemapo::Record::Sitemap(s)) => out.sitemaps.push(s.location.to_string()),
-            Err(e) => {
-                out.error = Some(format!("sitemap parse stopped: {e}"));
-                break;
+    parse_with(body, |bytes, out| {
+        for record in sitemapo::Parser::new(bytes) {
+            match record {
+                Ok(sitemapo::Record::Entry(e)) => out.pages.push(e.location.to_string()),
+                Ok(sitemapo::Record::Sitemap(s)) => out.sitemaps.push(s.location.to_string()),
+                Err(e) => {
+                    out.error = Some(format!("sitemap parse stopped: {e}"));
+                    break;
+                }
             }
         }
-    }
-    out
+    })
 }
 
 pub fn parse_feed(body: &[u8]) -> Listing {
-    let mut out = Listing::default();
-    let bytes = match gunzip_if_needed(body) {
-        Ok(b) => b,
-        Err(e) => {
-            out.error = Some(e);
-            return out;
-        }
-    };
-    match feed_rs::parser::parse(&bytes[..]) {
+    parse_with(body, |bytes, out| match feed_rs::parser::parse(bytes) {
         Ok(feed) => {
             for entry in feed.entries {
                 // Prefer the alternate (HTML) link; fall back to the first one.
@@ -78,6 +63,15 @@ pub fn parse_feed(body: &[u8]) -> Listing {
             }
         }
         Err(e) => out.error = Some(format!("feed parse: {e}")),
+    })
+}
+
+/// Undoes gzip when the body is gzip, then lets `parse` fill the listing.
+fn parse_with(body: &[u8], parse: impl FnOnce(&[u8], &mut Listing)) -> Listing {
+    let mut out = Listing::default();
+    match gunzip_if_needed(body) {
+        Ok(bytes) => parse(&bytes, &mut out),
+        Err(e) => out.error = Some(e),
     }
     out
 }

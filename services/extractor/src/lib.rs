@@ -18,6 +18,11 @@ pub struct Processed {
     pub discovered: Option<Discovered>,
 }
 
+fn found(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item = DiscoveredUrl> {
+    urls.into_iter()
+        .map(move |url| DiscoveredUrl { url, depth, kind })
+}
+
 /// Extracts text and links; never fails: problems are recorded in the page's `error`.
 pub fn process(f: &Fetched) -> Processed {
     let mut page = PageRecord {
@@ -46,16 +51,8 @@ pub fn process(f: &Fetched) -> Processed {
                     Some(Ok(e)) => {
                         page.title = e.title;
                         page.text = e.text;
-                        urls.extend(e.links.into_iter().map(|u| DiscoveredUrl {
-                            url: u,
-                            depth: f.job.depth + 1,
-                            kind: UrlKind::Page,
-                        }));
-                        urls.extend(e.feeds.into_iter().map(|u| DiscoveredUrl {
-                            url: u,
-                            depth: f.job.depth + 1,
-                            kind: UrlKind::Feed,
-                        }));
+                        urls.extend(found(e.links, f.job.depth + 1, UrlKind::Page));
+                        urls.extend(found(e.feeds, f.job.depth + 1, UrlKind::Feed));
                     }
                     Some(Err(e)) => {
                         page.error = Some(trawl_core::FetchFailure {
@@ -83,16 +80,9 @@ pub fn process(f: &Fetched) -> Processed {
                         message: err,
                     });
                 }
-                urls.extend(listing.pages.into_iter().map(|u| DiscoveredUrl {
-                    url: u,
-                    depth: f.job.depth + 1,
-                    kind: UrlKind::Page,
-                }));
-                urls.extend(listing.sitemaps.into_iter().map(|u| DiscoveredUrl {
-                    url: u,
-                    depth: f.job.depth,
-                    kind: UrlKind::Sitemap,
-                }));
+                urls.extend(found(listing.pages, f.job.depth + 1, UrlKind::Page));
+                // Nested sitemaps are the same level of discovery as their index.
+                urls.extend(found(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
             }
         }
     }

@@ -221,13 +221,13 @@ impl Fetcher {
         let mut url = match Url::parse(&job.url) {
             Ok(u) => u,
             Err(e) => {
-                return Ok(Outcome::Done(Box::new(done(
+                return stopped(
                     job,
                     &job.url,
                     hops,
                     0,
                     failure("invalid_url", e.to_string()),
-                ))));
+                );
             }
         };
         loop {
@@ -239,39 +239,21 @@ impl Fetcher {
                         "redirect_out_of_scope",
                         format!("redirect to {url} leaves the crawl scope"),
                     );
-                    return Ok(Outcome::Done(Box::new(done(
-                        job,
-                        url.as_str(),
-                        hops,
-                        wire_bytes,
-                        f,
-                    ))));
+                    return stopped(job, url.as_str(), hops, wire_bytes, f);
                 }
                 if hops.iter().any(|h| h.url == url.as_str()) {
                     let f = failure(
                         "redirect_loop",
                         format!("redirect loop: {url} was already visited in this chain"),
                     );
-                    return Ok(Outcome::Done(Box::new(done(
-                        job,
-                        url.as_str(),
-                        hops,
-                        wire_bytes,
-                        f,
-                    ))));
+                    return stopped(job, url.as_str(), hops, wire_bytes, f);
                 }
                 if hops.len() > self.cfg.max_redirects {
                     let f = failure(
                         "too_many_redirects",
                         format!("more than {} redirects", self.cfg.max_redirects),
                     );
-                    return Ok(Outcome::Done(Box::new(done(
-                        job,
-                        url.as_str(),
-                        hops,
-                        wire_bytes,
-                        f,
-                    ))));
+                    return stopped(job, url.as_str(), hops, wire_bytes, f);
                 }
                 // A target the crawl already has (or will fetch on its own) is not fetched
                 // twice: the record points at it and the chain ends here.
@@ -284,24 +266,12 @@ impl Fetcher {
                 }
             }
             if let Some(f) = self.address_policy(&url) {
-                return Ok(Outcome::Done(Box::new(done(
-                    job,
-                    url.as_str(),
-                    hops,
-                    wire_bytes,
-                    f,
-                ))));
+                return stopped(job, url.as_str(), hops, wire_bytes, f);
             }
             let rules = match self.rules_for(&url, clock, discovered).await? {
                 Ok(r) => r,
                 Err(f) => {
-                    return Ok(Outcome::Done(Box::new(done(
-                        job,
-                        url.as_str(),
-                        hops,
-                        wire_bytes,
-                        f,
-                    ))));
+                    return stopped(job, url.as_str(), hops, wire_bytes, f);
                 }
             };
             if !rules.allows(&url) {
@@ -312,25 +282,13 @@ impl Fetcher {
                     rules.access
                 };
                 let f = failure("robots_disallowed", format!("{url}: {why}"));
-                return Ok(Outcome::Done(Box::new(done(
-                    job,
-                    url.as_str(),
-                    hops,
-                    wire_bytes,
-                    f,
-                ))));
+                return stopped(job, url.as_str(), hops, wire_bytes, f);
             }
             let crawl_delay = rules.robots.crawl_delay();
             let resp = match self.request(&url, &host, crawl_delay, clock).await {
                 Ok(r) => r,
                 Err(f) => {
-                    return Ok(Outcome::Done(Box::new(done(
-                        job,
-                        url.as_str(),
-                        hops,
-                        wire_bytes,
-                        f,
-                    ))));
+                    return stopped(job, url.as_str(), hops, wire_bytes, f);
                 }
             };
             wire_bytes += resp.payload.len() as u64;
@@ -348,13 +306,7 @@ impl Fetcher {
                     }
                     Err(e) => {
                         let f = failure("bad_redirect", format!("unusable Location {loc:?}: {e}"));
-                        return Ok(Outcome::Done(Box::new(done(
-                            job,
-                            url.as_str(),
-                            hops,
-                            wire_bytes,
-                            f,
-                        ))));
+                        return stopped(job, url.as_str(), hops, wire_bytes, f);
                     }
                 }
             }
@@ -713,6 +665,19 @@ fn classify(e: reqwest::Error) -> FetchFailure {
         "request"
     };
     failure(kind, chain)
+}
+
+/// Ends a fetch with a failure record.
+fn stopped(
+    job: &FetchJob,
+    final_url: &str,
+    hops: Vec<Hop>,
+    wire_bytes: u64,
+    f: FetchFailure,
+) -> Result<Outcome, FetchError> {
+    Ok(Outcome::Done(Box::new(done(
+        job, final_url, hops, wire_bytes, f,
+    ))))
 }
 
 fn done(
