@@ -6,8 +6,10 @@
 //! in WARC, and reports when the host may be contacted next.
 
 pub mod body;
+mod http;
 pub mod net;
 pub mod robots;
+mod robots_fetch;
 pub mod warcout;
 mod worker;
 
@@ -20,15 +22,16 @@ use chrono::Utc;
 use reqwest::header::{HeaderMap, LOCATION};
 use trawl_core::clock::now_ms;
 use trawl_core::scope::Scope;
-use trawl_core::state::{RobotsAccess, RobotsEntry, State};
+use trawl_core::state::State;
 use trawl_core::urlnorm::{Normalizer, host_key};
 use trawl_core::{
     CoreError, DiscoveredUrl, FetchFailure, FetchJob, Fetched, Hop, MESSAGE_VERSION, UrlKind,
 };
 use url::Url;
 
-use crate::robots::{HostRules, LocalRobots};
-use crate::warcout::{Exchange, WarcHandle};
+use crate::http::is_html;
+use crate::robots::LocalRobots;
+use crate::warcout::WarcHandle;
 
 pub use worker::run_worker;
 
@@ -121,14 +124,14 @@ pub struct FetchOutput {
     pub discovered: Vec<DiscoveredUrl>,
 }
 
-struct Response {
-    status: u16,
-    headers: HeaderMap,
-    payload: Vec<u8>,
-    truncated: bool,
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) truncated: bool,
 }
 
-fn failure(kind: &str, message: impl Into<String>) -> FetchFailure {
+pub(crate) fn failure(kind: &str, message: impl Into<String>) -> FetchFailure {
     FetchFailure {
         kind: kind.to_string(),
         message: message.into(),
@@ -148,8 +151,8 @@ pub struct Fetcher {
 /// Per-job bookkeeping: when each host was last contacted, so that requests within one job
 /// (robots.txt, redirect hops) are spaced like requests of different jobs.
 #[derive(Default)]
-struct JobClock {
-    last_end: HashMap<String, (u64, Duration)>,
+pub(crate) struct JobClock {
+    pub(crate) last_end: HashMap<String, (u64, Duration)>,
 }
 
 impl Fetcher {
@@ -363,191 +366,6 @@ impl Fetcher {
             .min(self.cfg.max_backoff)
     }
 
-    /// The robots rules of `url`'s host: local cache, then shared state, then the network.
-    async fn rules_for(
-        &self,
-        url: &Url,
-        clock: &mut JobClock,
-        discovered: &mut Vec<DiscoveredUrl>,
-    ) -> Result<Result<Arc<HostRules>, FetchFailure>, FetchError> {
-        let host = host_key(url);
-        let now = now_ms();
-        if let Some(r) = self.robots.get(&host, now) {
-            return Ok(Ok(r));
-        }
-        let ttl = self.cfg.robots_ttl.as_millis() as u64;
-        let entry = match self.state.robots_get(&host, now).await? {
-            Some(e) => e,
-            None => {
-                let robots_url = match url.join("/robots.txt") {
-                    Ok(u) => u,
-                    Err(e) => return Ok(Err(failure("invalid_url", e.to_string()))),
-                };
-                let access = match self.fetch_robots(&robots_url, &host, clock).await {
-                    Ok(a) => a,
-                    // Not a fact about the site's robots.txt: report it, cache nothing.
-                    Err(f) => return Ok(Err(f)),
-                };
-                let entry = RobotsEntry {
-                    access,
-                    fetched_at_ms: now_ms(),
-                };
-                self.state.robots_put(&host, entry.clone(), ttl).await?;
-                let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
-                // The file just fetched may ask for a longer gap than the one it was fetched
-                // under: the next request waits for it.
-                if let (Some(cd), Some((_, wait))) =
-                    (rules.robots.crawl_delay(), clock.last_end.get_mut(&host))
-                {
-                    *wait = (*wait).max(cd);
-                }
-                // Announce sitemaps once per fetch of robots.txt; the frontier's scope and
-                // seen-set decide whether they are crawled.
-                discovered.extend(rules.robots.sitemaps().iter().map(|s| DiscoveredUrl {
-                    url: s.to_string(),
-                    depth: 0,
-                    kind: UrlKind::Sitemap,
-                }));
-                let rules = Arc::new(rules);
-                self.robots
-                    .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
-                return Ok(Ok(rules));
-            }
-        };
-        let rules = Arc::new(HostRules::from_entry(&entry, &self.cfg.robots_agent));
-        self.robots
-            .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
-        Ok(Ok(rules))
-    }
-
-    /// Fetches robots.txt; `Err` only when our own address policy refused the request.
-    async fn fetch_robots(
-        &self,
-        robots_url: &Url,
-        host: &str,
-        clock: &mut JobClock,
-    ) -> Result<RobotsAccess, FetchFailure> {
-        // RFC 9309 2.3.1.2: follow at least five redirects.
-        let mut url = robots_url.clone();
-        for _ in 0..=5 {
-            let resp = match self.request(&url, host, None, clock).await {
-                Ok(r) => r,
-                Err(f) if f.kind == "private_address" => return Err(f),
-                Err(_) => return Ok(RobotsAccess::Unreachable),
-            };
-            match resp.status {
-                200..=299 => {
-                    let body = body::decode_content(
-                        &resp.payload,
-                        header_str(&resp.headers, "content-encoding"),
-                        robotxt::BYTE_LIMIT + 1,
-                    );
-                    // A body too large to decode is still rules: the parser reads the first
-                    // 500 KiB. Undecodable bytes mean nothing can be read: allow all.
-                    return Ok(match body {
-                        Ok(b) => RobotsAccess::Body(b),
-                        Err(body::BodyError::DecompressionLimit { .. }) => {
-                            RobotsAccess::Body(resp.payload)
-                        }
-                        Err(_) => RobotsAccess::Unavailable,
-                    });
-                }
-                300..=399 => {
-                    let next = resp
-                        .headers
-                        .get(LOCATION)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|l| url.join(l).ok());
-                    match next {
-                        Some(n) if host_key(&n) == host || self.scope.contains(&n) => url = n,
-                        _ => return Ok(RobotsAccess::Unavailable),
-                    }
-                }
-                400..=499 => return Ok(RobotsAccess::Unavailable),
-                _ => return Ok(RobotsAccess::Unreachable),
-            }
-        }
-        Ok(RobotsAccess::Unavailable)
-    }
-
-    /// One HTTP request, spaced from the previous request to the same host in this job.
-    async fn request(
-        &self,
-        url: &Url,
-        host: &str,
-        crawl_delay: Option<Duration>,
-        clock: &mut JobClock,
-    ) -> Result<Response, FetchFailure> {
-        if let Some((end, wait)) = clock.last_end.get(host) {
-            let at = end + wait.as_millis() as u64;
-            let now = now_ms();
-            if at > now {
-                tokio::time::sleep(Duration::from_millis(at - now)).await;
-            }
-        }
-        let wait = crawl_delay.unwrap_or_default().max(self.cfg.delay);
-        let result = self.request_once(url).await;
-        clock.last_end.insert(host.to_string(), (now_ms(), wait));
-        let _ = self.state.incr(counters::REQUESTS, 1).await;
-        result
-    }
-
-    async fn request_once(&self, url: &Url) -> Result<Response, FetchFailure> {
-        const ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-        const ACCEPT_ENCODING: &str = "gzip, deflate";
-        let started = Utc::now();
-        let mut resp = self
-            .client
-            .get(url.clone())
-            .header("User-Agent", &self.cfg.user_agent)
-            .header("Accept", ACCEPT)
-            .header("Accept-Encoding", ACCEPT_ENCODING)
-            .send()
-            .await
-            .map_err(classify)?;
-        let status = resp.status();
-        let version = resp.version();
-        let ip = resp.remote_addr().map(|a| a.ip());
-        let headers = resp.headers().clone();
-        let mut payload = Vec::new();
-        let mut truncated = false;
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    let room = self.cfg.max_body_bytes.saturating_sub(payload.len());
-                    if chunk.len() > room {
-                        payload.extend_from_slice(&chunk[..room]);
-                        truncated = true;
-                        break;
-                    }
-                    payload.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => return Err(classify(e)),
-            }
-        }
-        if let Some(warc) = &self.warc {
-            let ex = Exchange {
-                target_uri: url.to_string(),
-                date: started,
-                ip,
-                request_head: request_head(url, &self.cfg.user_agent, ACCEPT, ACCEPT_ENCODING),
-                response_head: response_head(version, status, &headers),
-                payload: payload.clone(),
-                truncated,
-            };
-            if let Err(e) = warc.write(ex).await {
-                tracing::error!(error = %e, "WARC write failed");
-            }
-        }
-        Ok(Response {
-            status: status.as_u16(),
-            headers,
-            payload,
-            truncated,
-        })
-    }
-
     fn finish_response(
         &self,
         job: &FetchJob,
@@ -622,49 +440,8 @@ impl Fetcher {
     }
 }
 
-fn is_html(mime: Option<&str>, body: &[u8]) -> bool {
-    match mime {
-        Some("text/html") | Some("application/xhtml+xml") => true,
-        Some("") | None => {
-            let head = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
-            head.trim_start().starts_with("<!doctype html") || head.contains("<html")
-        }
-        _ => false,
-    }
-}
-
-fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
-}
-
-fn classify(e: reqwest::Error) -> FetchFailure {
-    let mut chain = e.to_string();
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-    while let Some(s) = src {
-        chain.push_str(": ");
-        chain.push_str(&s.to_string());
-        src = s.source();
-    }
-    if chain.contains(net::BLOCKED_MARKER) {
-        return failure(
-            "private_address",
-            format!("{chain} (use --allow-private to crawl it)"),
-        );
-    }
-    let kind = if e.is_timeout() {
-        "timeout"
-    } else if e.is_connect() {
-        if chain.contains("dns error") || chain.contains("failed to lookup") {
-            "dns"
-        } else {
-            "connect"
-        }
-    } else if e.is_body() || e.is_decode() {
-        "body"
-    } else {
-        "request"
-    };
-    failure(kind, chain)
 }
 
 /// Ends a fetch with a failure record.
@@ -715,50 +492,4 @@ fn done_ok(
         wire_bytes,
         error: None,
     }
-}
-
-fn request_head(url: &Url, ua: &str, accept: &str, accept_encoding: &str) -> Vec<u8> {
-    let mut target = url.path().to_string();
-    if let Some(q) = url.query() {
-        target.push('?');
-        target.push_str(q);
-    }
-    format!(
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {ua}\r\nAccept: {accept}\r\nAccept-Encoding: {accept_encoding}\r\n\r\n",
-        host_key(url)
-    )
-    .into_bytes()
-}
-
-fn response_head(
-    version: reqwest::Version,
-    status: reqwest::StatusCode,
-    headers: &HeaderMap,
-) -> Vec<u8> {
-    let v = match version {
-        reqwest::Version::HTTP_09 => "HTTP/0.9",
-        reqwest::Version::HTTP_10 => "HTTP/1.0",
-        reqwest::Version::HTTP_2 => "HTTP/2",
-        reqwest::Version::HTTP_3 => "HTTP/3",
-        _ => "HTTP/1.1",
-    };
-    let mut out = format!(
-        "{v} {} {}\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )
-    .into_bytes();
-    for (name, value) in headers {
-        // The body is stored de-chunked: a reader must not try to de-chunk it again.
-        if name.as_str() == "transfer-encoding" {
-            out.extend_from_slice(b"X-Crawler-Transfer-Encoding");
-        } else {
-            out.extend_from_slice(name.as_str().as_bytes());
-        }
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out
 }

@@ -1,0 +1,181 @@
+//! One HTTP exchange: the request as sent, the response read up to the body cap, the WARC
+//! records of both, and what a failed request is called.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use reqwest::header::HeaderMap;
+use trawl_core::FetchFailure;
+use trawl_core::clock::now_ms;
+use trawl_core::urlnorm::host_key;
+use url::Url;
+
+use crate::warcout::Exchange;
+use crate::{Fetcher, JobClock, Response, counters, failure, net};
+
+impl Fetcher {
+    /// One HTTP request, spaced from the previous request to the same host in this job.
+    pub(crate) async fn request(
+        &self,
+        url: &Url,
+        host: &str,
+        crawl_delay: Option<Duration>,
+        clock: &mut JobClock,
+    ) -> Result<Response, FetchFailure> {
+        if let Some((end, wait)) = clock.last_end.get(host) {
+            let at = end + wait.as_millis() as u64;
+            let now = now_ms();
+            if at > now {
+                tokio::time::sleep(Duration::from_millis(at - now)).await;
+            }
+        }
+        let wait = crawl_delay.unwrap_or_default().max(self.cfg.delay);
+        let result = self.request_once(url).await;
+        clock.last_end.insert(host.to_string(), (now_ms(), wait));
+        let _ = self.state.incr(counters::REQUESTS, 1).await;
+        result
+    }
+
+    async fn request_once(&self, url: &Url) -> Result<Response, FetchFailure> {
+        const ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        const ACCEPT_ENCODING: &str = "gzip, deflate";
+        let started = Utc::now();
+        let mut resp = self
+            .client
+            .get(url.clone())
+            .header("User-Agent", &self.cfg.user_agent)
+            .header("Accept", ACCEPT)
+            .header("Accept-Encoding", ACCEPT_ENCODING)
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = resp.status();
+        let version = resp.version();
+        let ip = resp.remote_addr().map(|a| a.ip());
+        let headers = resp.headers().clone();
+        let mut payload = Vec::new();
+        let mut truncated = false;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = self.cfg.max_body_bytes.saturating_sub(payload.len());
+                    if chunk.len() > room {
+                        payload.extend_from_slice(&chunk[..room]);
+                        truncated = true;
+                        break;
+                    }
+                    payload.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(classify(e)),
+            }
+        }
+        if let Some(warc) = &self.warc {
+            let ex = Exchange {
+                target_uri: url.to_string(),
+                date: started,
+                ip,
+                request_head: request_head(url, &self.cfg.user_agent, ACCEPT, ACCEPT_ENCODING),
+                response_head: response_head(version, status, &headers),
+                payload: payload.clone(),
+                truncated,
+            };
+            if let Err(e) = warc.write(ex).await {
+                tracing::error!(error = %e, "WARC write failed");
+            }
+        }
+        Ok(Response {
+            status: status.as_u16(),
+            headers,
+            payload,
+            truncated,
+        })
+    }
+}
+
+pub(crate) fn is_html(mime: Option<&str>, body: &[u8]) -> bool {
+    match mime {
+        Some("text/html") | Some("application/xhtml+xml") => true,
+        Some("") | None => {
+            let head = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
+            head.trim_start().starts_with("<!doctype html") || head.contains("<html")
+        }
+        _ => false,
+    }
+}
+
+fn classify(e: reqwest::Error) -> FetchFailure {
+    let mut chain = e.to_string();
+    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+    while let Some(s) = src {
+        chain.push_str(": ");
+        chain.push_str(&s.to_string());
+        src = s.source();
+    }
+    if chain.contains(net::BLOCKED_MARKER) {
+        return failure(
+            "private_address",
+            format!("{chain} (use --allow-private to crawl it)"),
+        );
+    }
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        if chain.contains("dns error") || chain.contains("failed to lookup") {
+            "dns"
+        } else {
+            "connect"
+        }
+    } else if e.is_body() || e.is_decode() {
+        "body"
+    } else {
+        "request"
+    };
+    failure(kind, chain)
+}
+
+fn request_head(url: &Url, ua: &str, accept: &str, accept_encoding: &str) -> Vec<u8> {
+    let mut target = url.path().to_string();
+    if let Some(q) = url.query() {
+        target.push('?');
+        target.push_str(q);
+    }
+    format!(
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {ua}\r\nAccept: {accept}\r\nAccept-Encoding: {accept_encoding}\r\n\r\n",
+        host_key(url)
+    )
+    .into_bytes()
+}
+
+fn response_head(
+    version: reqwest::Version,
+    status: reqwest::StatusCode,
+    headers: &HeaderMap,
+) -> Vec<u8> {
+    let v = match version {
+        reqwest::Version::HTTP_09 => "HTTP/0.9",
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2",
+        reqwest::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
+    };
+    let mut out = format!(
+        "{v} {} {}\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    )
+    .into_bytes();
+    for (name, value) in headers {
+        // The body is stored de-chunked: a reader must not try to de-chunk it again.
+        if name.as_str() == "transfer-encoding" {
+            out.extend_from_slice(b"X-Crawler-Transfer-Encoding");
+        } else {
+            out.extend_from_slice(name.as_str().as_bytes());
+        }
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}

@@ -1,0 +1,123 @@
+//! Fetching robots.txt for a host and turning it into rules: local parsed cache, then the
+//! shared raw cache, then the network (RFC 9309 status handling, redirects, 500 KiB cap).
+
+use std::sync::Arc;
+
+use reqwest::header::LOCATION;
+use trawl_core::clock::now_ms;
+use trawl_core::state::{RobotsAccess, RobotsEntry};
+use trawl_core::urlnorm::host_key;
+use trawl_core::{DiscoveredUrl, FetchFailure, UrlKind};
+use url::Url;
+
+use crate::robots::HostRules;
+use crate::{FetchError, Fetcher, JobClock, body, failure, header_str};
+
+impl Fetcher {
+    /// The robots rules of `url`'s host: local cache, then shared state, then the network.
+    pub(crate) async fn rules_for(
+        &self,
+        url: &Url,
+        clock: &mut JobClock,
+        discovered: &mut Vec<DiscoveredUrl>,
+    ) -> Result<Result<Arc<HostRules>, FetchFailure>, FetchError> {
+        let host = host_key(url);
+        let now = now_ms();
+        if let Some(r) = self.robots.get(&host, now) {
+            return Ok(Ok(r));
+        }
+        let ttl = self.cfg.robots_ttl.as_millis() as u64;
+        let entry = match self.state.robots_get(&host, now).await? {
+            Some(e) => e,
+            None => {
+                let robots_url = match url.join("/robots.txt") {
+                    Ok(u) => u,
+                    Err(e) => return Ok(Err(failure("invalid_url", e.to_string()))),
+                };
+                let access = match self.fetch_robots(&robots_url, &host, clock).await {
+                    Ok(a) => a,
+                    // Not a fact about the site's robots.txt: report it, cache nothing.
+                    Err(f) => return Ok(Err(f)),
+                };
+                let entry = RobotsEntry {
+                    access,
+                    fetched_at_ms: now_ms(),
+                };
+                self.state.robots_put(&host, entry.clone(), ttl).await?;
+                let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
+                // The file just fetched may ask for a longer gap than the one it was fetched
+                // under: the next request waits for it.
+                if let (Some(cd), Some((_, wait))) =
+                    (rules.robots.crawl_delay(), clock.last_end.get_mut(&host))
+                {
+                    *wait = (*wait).max(cd);
+                }
+                // Announce sitemaps once per fetch of robots.txt; the frontier's scope and
+                // seen-set decide whether they are crawled.
+                discovered.extend(rules.robots.sitemaps().iter().map(|s| DiscoveredUrl {
+                    url: s.to_string(),
+                    depth: 0,
+                    kind: UrlKind::Sitemap,
+                }));
+                let rules = Arc::new(rules);
+                self.robots
+                    .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
+                return Ok(Ok(rules));
+            }
+        };
+        let rules = Arc::new(HostRules::from_entry(&entry, &self.cfg.robots_agent));
+        self.robots
+            .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
+        Ok(Ok(rules))
+    }
+
+    /// Fetches robots.txt; `Err` only when our own address policy refused the request.
+    async fn fetch_robots(
+        &self,
+        robots_url: &Url,
+        host: &str,
+        clock: &mut JobClock,
+    ) -> Result<RobotsAccess, FetchFailure> {
+        // RFC 9309 2.3.1.2: follow at least five redirects.
+        let mut url = robots_url.clone();
+        for _ in 0..=5 {
+            let resp = match self.request(&url, host, None, clock).await {
+                Ok(r) => r,
+                Err(f) if f.kind == "private_address" => return Err(f),
+                Err(_) => return Ok(RobotsAccess::Unreachable),
+            };
+            match resp.status {
+                200..=299 => {
+                    let body = body::decode_content(
+                        &resp.payload,
+                        header_str(&resp.headers, "content-encoding"),
+                        robotxt::BYTE_LIMIT + 1,
+                    );
+                    // A body too large to decode is still rules: the parser reads the first
+                    // 500 KiB. Undecodable bytes mean nothing can be read: allow all.
+                    return Ok(match body {
+                        Ok(b) => RobotsAccess::Body(b),
+                        Err(body::BodyError::DecompressionLimit { .. }) => {
+                            RobotsAccess::Body(resp.payload)
+                        }
+                        Err(_) => RobotsAccess::Unavailable,
+                    });
+                }
+                300..=399 => {
+                    let next = resp
+                        .headers
+                        .get(LOCATION)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|l| url.join(l).ok());
+                    match next {
+                        Some(n) if host_key(&n) == host || self.scope.contains(&n) => url = n,
+                        _ => return Ok(RobotsAccess::Unavailable),
+                    }
+                }
+                400..=499 => return Ok(RobotsAccess::Unavailable),
+                _ => return Ok(RobotsAccess::Unreachable),
+            }
+        }
+        Ok(RobotsAccess::Unavailable)
+    }
+}
