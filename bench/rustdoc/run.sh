@@ -23,7 +23,8 @@ if [ "$server_kind" = nginx ] && ! command -v nginx >/dev/null; then
   command -v nginx >/dev/null || server_kind=testsite
 fi
 ngx="$PWD/$out/nginx"
-serve() { # $1: access log
+serve() { # $1: access log, started afresh (nginx appends)
+  rm -f "$1"
   if [ "$server_kind" = nginx ]; then
     mkdir -p "$ngx"
     cat > "$ngx/nginx.conf" <<CONF

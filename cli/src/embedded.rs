@@ -171,13 +171,17 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         })
         .await?;
 
+    // Two stop signals: intake (frontier, dispatch, fetchers) stops first on an interrupt,
+    // so that what was already fetched is still extracted and written before output stops.
+    let (intake_tx, intake_rx) = watch::channel(false);
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
+    let mut intake: JoinSet<anyhow::Result<()>> = JoinSet::new();
+    let mut output: JoinSet<anyhow::Result<()>> = JoinSet::new();
     {
-        let (f, q, s) = (frontier.clone(), discovered_q.clone(), stop_rx.clone());
-        tasks.spawn(async move { Ok(trawl_frontier::run_ingest(f, q, s).await?) });
-        let (st, q, s) = (state.clone(), fetch_q.clone(), stop_rx.clone());
-        tasks.spawn(async move { Ok(trawl_frontier::dispatch(st, q, s).await?) });
+        let (f, q, s) = (frontier.clone(), discovered_q.clone(), intake_rx.clone());
+        intake.spawn(async move { Ok(trawl_frontier::run_ingest(f, q, s).await?) });
+        let (st, q, s) = (state.clone(), fetch_q.clone(), intake_rx.clone());
+        intake.spawn(async move { Ok(trawl_frontier::dispatch(st, q, s).await?) });
     }
     for _ in 0..opts.concurrency {
         let (f, j, o, d, s) = (
@@ -185,9 +189,9 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             fetch_q.clone() as Arc<dyn Queue<FetchJob>>,
             fetched_q.clone() as Arc<dyn Queue<Fetched>>,
             discovered_q.clone() as Arc<dyn Queue<Discovered>>,
-            stop_rx.clone(),
+            intake_rx.clone(),
         );
-        tasks.spawn(async move { Ok(trawl_fetcher::run_worker(f, j, o, d, s).await?) });
+        intake.spawn(async move { Ok(trawl_fetcher::run_worker(f, j, o, d, s).await?) });
     }
     let extractors = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
@@ -199,11 +203,11 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             discovered_q.clone() as Arc<dyn Queue<Discovered>>,
             stop_rx.clone(),
         );
-        tasks.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, s).await?) });
+        output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, s).await?) });
     }
     {
         let (q, k, st, s) = (docs_q.clone(), sink.clone(), state.clone(), stop_rx.clone());
-        tasks.spawn(async move { Ok(trawl_indexer::run_worker(q, k, st, s).await?) });
+        output.spawn(async move { Ok(trawl_indexer::run_worker(q, k, st, s).await?) });
     }
 
     let progress = Progress::new(&opts.progress);
@@ -212,34 +216,51 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let update = || async {
+        if let Ok(counters) = state.counters().await {
+            progress.update(
+                &counters,
+                fetch_q.len().await.unwrap_or(0),
+                state.queued().await.unwrap_or(0),
+                started.elapsed(),
+            );
+        }
+    };
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut ctrl_c => {
-                tracing::warn!("interrupted: stopping; queued URLs are left unfetched");
                 interrupted = true;
                 break;
             }
-            Some(res) = tasks.join_next() => {
-                // A worker only returns early on an internal failure.
-                let err = match res {
-                    Ok(Ok(())) => anyhow::anyhow!("a pipeline task stopped unexpectedly"),
-                    Ok(Err(e)) => e,
-                    Err(e) => anyhow::anyhow!("a pipeline task panicked: {e}"),
-                };
-                failure = Some(err);
-                break;
-            }
+            Some(res) = intake.join_next() => { failure = Some(early_exit(res)); break; }
+            Some(res) = output.join_next() => { failure = Some(early_exit(res)); break; }
         }
-        let counters = state.counters().await?;
-        progress.update(
-            &counters,
-            fetch_q.len().await.unwrap_or(0),
-            state.queued().await.unwrap_or(0),
-            started.elapsed(),
-        );
+        update().await;
         if tracker.outstanding() <= 0 {
             break;
+        }
+    }
+    let _ = intake_tx.send(true);
+    if interrupted {
+        tracing::warn!(
+            "interrupted: finishing the requests in flight and writing what was fetched; \
+             queued URLs are left (Ctrl-C again to stop now)"
+        );
+        let drain = async {
+            while let Some(res) = intake.join_next().await {
+                if let Ok(Err(e)) = res {
+                    tracing::warn!(error = %e, "a fetcher stopped with an error while draining");
+                }
+            }
+            while fetched_q.len().await.unwrap_or(0) > 0 || docs_q.len().await.unwrap_or(0) > 0 {
+                update().await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::select! {
+            _ = drain => {}
+            _ = tokio::signal::ctrl_c() => tracing::warn!("stopping now"),
         }
     }
     let _ = stop_tx.send(true);
@@ -251,12 +272,14 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     ] {
         q.close_queue();
     }
-    while let Some(res) = tasks.join_next().await {
-        if let Ok(Err(e)) = res
-            && failure.is_none()
-            && !interrupted
-        {
-            failure = Some(e);
+    for set in [&mut intake, &mut output] {
+        while let Some(res) = set.join_next().await {
+            if let Ok(Err(e)) = res
+                && failure.is_none()
+                && !interrupted
+            {
+                failure = Some(e);
+            }
         }
     }
     progress.finish();
@@ -291,6 +314,15 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             warc_files,
         },
     ))
+}
+
+/// A pipeline task only returns before the stop on an internal failure.
+fn early_exit(res: Result<anyhow::Result<()>, tokio::task::JoinError>) -> anyhow::Error {
+    match res {
+        Ok(Ok(())) => anyhow::anyhow!("a pipeline task stopped unexpectedly"),
+        Ok(Err(e)) => e,
+        Err(e) => anyhow::anyhow!("a pipeline task panicked: {e}"),
+    }
 }
 
 /// The robots.txt product token of a User-Agent: its first word, without version.

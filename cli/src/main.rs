@@ -43,6 +43,9 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Crawl(opts) => {
                 let (report, out) = trawl::crawl(opts).await?;
+                if report.interrupted {
+                    eprintln!("interrupted: the outputs hold what was done before the stop");
+                }
                 eprintln!(
                     "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
                     report.pages,
@@ -59,12 +62,14 @@ fn main() -> std::process::ExitCode {
                     out.warc_files.len(),
                     out.dir.join("warc").display()
                 );
-                anyhow::Ok(())
+                anyhow::Ok(report.interrupted)
             }
         }
     });
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        // 130: the shell's code for a stop by SIGINT, so scripts can tell.
+        Ok(true) => std::process::ExitCode::from(130),
+        Ok(false) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
