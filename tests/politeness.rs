@@ -116,3 +116,19 @@ async fn backs_off_on_429_with_retry_after() {
     assert_eq!(page(&pages, "/retry/a")["status"], 200);
     assert_eq!(rep.retries, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backs_off_on_503_until_the_retry_after_date() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    trawl::crawl(options(&[site.url("/unavailable/a")], out.path()))
+        .await
+        .unwrap();
+    let hits = site.hits("/unavailable/a");
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits[0].status, 503);
+    let waited_ms = (hits[1].start_us as f64 - hits[0].end_us as f64) / 1000.0;
+    // An HTTP date has whole seconds: 2 s ahead is at least 1 s after truncation.
+    assert!(waited_ms >= 1000.0, "retried after {waited_ms} ms");
+    assert_eq!(page(&pages(out.path()), "/unavailable/a")["status"], 200);
+}

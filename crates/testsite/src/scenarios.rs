@@ -50,6 +50,7 @@ pub(crate) fn router(s: Shared) -> Router {
             get(|| async { Redirect::to("/private/target") }),
         )
         .route("/retry/{name}", get(retry))
+        .route("/unavailable/{name}", get(unavailable))
         .route("/slow", get(slow))
         .route("/huge", get(huge))
         .route("/bomb", get(bomb))
@@ -200,6 +201,26 @@ async fn retry(State(s): State<Shared>, Path(name): Path<String>) -> Response {
         resp
     } else {
         page("Retried", "<p>Served after backing off.</p>", &[])
+    }
+}
+
+/// First request: 503 with `Retry-After` as an HTTP date 2 s ahead; later ones: a page.
+async fn unavailable(State(s): State<Shared>, Path(name): Path<String>) -> Response {
+    let n = {
+        let mut hits = s.hits.lock().unwrap_or_else(|e| e.into_inner());
+        let c = hits.entry(format!("unavailable/{name}")).or_default();
+        *c += 1;
+        *c
+    };
+    if n == 1 {
+        let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+        let mut resp = StatusCode::SERVICE_UNAVAILABLE.into_response();
+        if let Ok(v) = HeaderValue::from_str(&at) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        resp
+    } else {
+        page("Back", "<p>Available again.</p>", &[])
     }
 }
 
