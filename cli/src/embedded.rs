@@ -220,8 +220,11 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         if let Ok(counters) = state.counters().await {
             progress.update(
                 &counters,
-                fetch_q.len().await.unwrap_or(0),
-                state.queued().await.unwrap_or(0),
+                // Pages anywhere between request and pages.jsonl.
+                fetcher.in_flight()
+                    + fetched_q.len().await.unwrap_or(0)
+                    + docs_q.len().await.unwrap_or(0),
+                state.queued().await.unwrap_or(0) + fetch_q.len().await.unwrap_or(0),
                 started.elapsed(),
             );
         }
@@ -284,7 +287,6 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     }
     progress.finish();
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
-    drop(fetcher);
     let warc_files = match warc {
         Some(w) => tokio::task::spawn_blocking(move || w.finish()).await??,
         None => Vec::new(),

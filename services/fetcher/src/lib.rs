@@ -146,6 +146,7 @@ pub struct Fetcher {
     normalizer: Normalizer,
     warc: Option<WarcHandle>,
     robots: LocalRobots,
+    active: std::sync::atomic::AtomicUsize,
 }
 
 /// Per-job bookkeeping: when each host was last contacted, so that requests within one job
@@ -183,6 +184,7 @@ impl Fetcher {
             normalizer,
             warc,
             robots: LocalRobots::default(),
+            active: Default::default(),
         })
     }
 
@@ -194,12 +196,22 @@ impl Fetcher {
         &self.state
     }
 
+    /// Jobs being fetched by this process right now.
+    pub fn in_flight(&self) -> usize {
+        self.active.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Fetches one job, following redirects. Network trouble is reported in the result, not
     /// as an error; errors are for shared-state failures only.
     pub async fn fetch(&self, job: &FetchJob) -> Result<FetchOutput, FetchError> {
         let mut discovered = Vec::new();
         let mut clock = JobClock::default();
-        let outcome = self.follow(job, &mut clock, &mut discovered).await?;
+        self.active
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let outcome = self.follow(job, &mut clock, &mut discovered).await;
+        self.active
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let outcome = outcome?;
         let next_allowed_ms = match (&outcome, clock.last_end.get(&job.host)) {
             (Outcome::Retry { after, .. }, Some((end, _))) => end + after.as_millis() as u64,
             (Outcome::Retry { after, .. }, None) => now_ms() + after.as_millis() as u64,
