@@ -91,10 +91,6 @@ impl Scope {
         Self { kind, seeds }
     }
 
-    pub fn kind(&self) -> ScopeKind {
-        self.kind
-    }
-
     pub fn contains(&self, url: &Url) -> bool {
         let Some(host) = url.host_str() else {
             return false;

@@ -41,7 +41,6 @@ pub mod counters {
     pub const REDIRECT_OUT_OF_SCOPE: &str = "fetcher.redirect_out_of_scope";
     pub const RETRIES: &str = "fetcher.retries";
     pub const REQUESTS: &str = "fetcher.requests";
-    pub const WIRE_BYTES: &str = "fetcher.wire_bytes";
     pub const REDIRECT_TO_SEEN: &str = "fetcher.redirect_to_seen";
 }
 
@@ -186,10 +185,6 @@ impl Fetcher {
             robots: LocalRobots::default(),
             active: Default::default(),
         })
-    }
-
-    pub fn config(&self) -> &FetcherConfig {
-        &self.cfg
     }
 
     pub fn state(&self) -> &Arc<dyn State> {

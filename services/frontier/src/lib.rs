@@ -100,10 +100,6 @@ impl Frontier {
         Self { cfg, state }
     }
 
-    pub fn config(&self) -> &FrontierConfig {
-        &self.cfg
-    }
-
     /// Admits or drops every URL of a batch; returns the verdicts in order.
     pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Verdict>, FrontierError> {
         let mut out = Vec::with_capacity(batch.urls.len());

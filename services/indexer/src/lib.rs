@@ -38,26 +38,19 @@ pub enum IndexError {
 /// `pages.jsonl`: one JSON object per line, appended as documents arrive.
 pub struct JsonlSink {
     out: BufWriter<File>,
-    written: u64,
 }
 
 impl JsonlSink {
     pub fn create(path: &Path) -> Result<Self, IndexError> {
         Ok(Self {
             out: BufWriter::new(File::create(path)?),
-            written: 0,
         })
     }
 
     pub fn write(&mut self, page: &PageRecord) -> Result<(), IndexError> {
         serde_json::to_writer(&mut self.out, page)?;
         self.out.write_all(b"\n")?;
-        self.written += 1;
         Ok(())
-    }
-
-    pub fn written(&self) -> u64 {
-        self.written
     }
 
     pub fn flush(&mut self) -> Result<(), IndexError> {
