@@ -1,0 +1,168 @@
+//! The dedup gate: check a fingerprint against everything kept so far and insert it when it
+//! is new, as one step.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::simhash::{Fingerprint, bands, hamming};
+
+/// Fingerprints within this Hamming distance of a kept one are near-duplicates ("< 3").
+pub const DEFAULT_MAX_DISTANCE: u32 = 2;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// First of its kind: kept, and now in the index.
+    Kept,
+    /// A copy of `of` (the id it was kept under); distance 0 for an exact copy.
+    Duplicate { of: String, distance: u32 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("Redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("gate reply: {0}")]
+    Reply(String),
+}
+
+#[async_trait]
+pub trait Gate: Send + Sync {
+    /// Keeps `id` unless an exact copy or a fingerprint within the distance is already kept.
+    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError>;
+}
+
+#[derive(Default)]
+struct Inner {
+    exact: HashMap<u128, u32>,
+    /// Per band: band value -> indexes into `kept`.
+    bands: [HashMap<u16, Vec<u32>>; 4],
+    kept: Vec<(u64, String)>,
+}
+
+/// The in-process gate of the embedded runtime. Memory: per fingerprint 8 bytes plus the id,
+/// 4 band entries of 4 bytes, and one exact-hash entry (16 + 4 bytes), plus map overhead.
+pub struct MemoryGate {
+    inner: Mutex<Inner>,
+    max_distance: u32,
+}
+
+impl MemoryGate {
+    /// `max_distance` up to 3 is exact with 4 bands of 16 bits (pigeonhole); beyond that some
+    /// near-copies can share no band and are missed.
+    pub fn new(max_distance: u32) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            max_distance,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .kept
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> Verdict {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&i) = inner.exact.get(&fp.exact) {
+            return Verdict::Duplicate {
+                of: inner.kept[i as usize].1.clone(),
+                distance: 0,
+            };
+        }
+        let b = bands(fp.simhash);
+        let mut best: Option<(u32, u32)> = None;
+        for (band, value) in b.iter().enumerate() {
+            if let Some(list) = inner.bands[band].get(value) {
+                for &i in list {
+                    let d = hamming(inner.kept[i as usize].0, fp.simhash);
+                    if d <= self.max_distance && best.is_none_or(|(bd, _)| d < bd) {
+                        best = Some((d, i));
+                    }
+                }
+            }
+        }
+        if let Some((distance, i)) = best {
+            return Verdict::Duplicate {
+                of: inner.kept[i as usize].1.clone(),
+                distance,
+            };
+        }
+        let idx = inner.kept.len() as u32;
+        inner.kept.push((fp.simhash, id.to_string()));
+        inner.exact.insert(fp.exact, idx);
+        for (band, value) in b.iter().enumerate() {
+            inner.bands[band].entry(*value).or_default().push(idx);
+        }
+        Verdict::Kept
+    }
+}
+
+#[async_trait]
+impl Gate for MemoryGate {
+    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError> {
+        Ok(self.check_and_insert_sync(fp, id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(simhash: u64, exact: u128) -> Fingerprint {
+        Fingerprint { simhash, exact }
+    }
+
+    #[tokio::test]
+    async fn keeps_first_and_flags_copies_within_distance() {
+        let g = MemoryGate::new(2);
+        let base = 0xdead_beef_0123_4567u64;
+        assert_eq!(
+            g.check_and_insert(fp(base, 1), "a").await.unwrap(),
+            Verdict::Kept
+        );
+        assert_eq!(
+            g.check_and_insert(fp(base, 1), "b").await.unwrap(),
+            Verdict::Duplicate {
+                of: "a".into(),
+                distance: 0
+            }
+        );
+        // Two bits apart, in two different bands: still found through the other bands.
+        let near = base ^ (1 << 3) ^ (1 << 40);
+        assert_eq!(
+            g.check_and_insert(fp(near, 2), "c").await.unwrap(),
+            Verdict::Duplicate {
+                of: "a".into(),
+                distance: 2
+            }
+        );
+        let far = base ^ 0b111;
+        assert_eq!(
+            g.check_and_insert(fp(far, 3), "d").await.unwrap(),
+            Verdict::Kept
+        );
+        assert_eq!(g.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn distance_three_is_always_found_with_four_bands() {
+        let g = MemoryGate::new(3);
+        let base = 0x0f0f_f0f0_1234_abcdu64;
+        g.check_and_insert(fp(base, 1), "a").await.unwrap();
+        // Flip 3 bits in 3 different bands: the fourth band is equal.
+        let near = base ^ (1 << 1) ^ (1 << 17) ^ (1 << 33);
+        assert!(matches!(
+            g.check_and_insert(fp(near, 2), "b").await.unwrap(),
+            Verdict::Duplicate { distance: 3, .. }
+        ));
+    }
+}

@@ -1,0 +1,125 @@
+//! SimHash over word 3-shingles of normalized text.
+//!
+//! Normalization lower-cases, folds punctuation to spaces and splits on whitespace, so
+//! markup-level differences (quotes, dashes, separators) do not move the fingerprint.
+
+use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
+
+/// What the gate needs to know about one document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    pub simhash: u64,
+    /// Hash of the normalized text: equal for exact copies.
+    pub exact: u128,
+}
+
+/// Lower-cased words with punctuation folded away.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The 64-bit SimHash of `words`: each word 3-shingle votes on every bit with its hash.
+pub fn simhash_words(words: &[String]) -> u64 {
+    let mut votes = [0i32; 64];
+    let mut add = |h: u64| {
+        for (i, v) in votes.iter_mut().enumerate() {
+            if (h >> i) & 1 == 1 {
+                *v += 1;
+            } else {
+                *v -= 1;
+            }
+        }
+    };
+    if words.len() < 3 {
+        for w in words {
+            add(xxh3_64(w.as_bytes()));
+        }
+    } else {
+        let mut buf = String::new();
+        for win in words.windows(3) {
+            buf.clear();
+            buf.push_str(&win[0]);
+            buf.push(' ');
+            buf.push_str(&win[1]);
+            buf.push(' ');
+            buf.push_str(&win[2]);
+            add(xxh3_64(buf.as_bytes()));
+        }
+    }
+    votes
+        .iter()
+        .enumerate()
+        .fold(0u64, |fp, (i, v)| if *v > 0 { fp | (1 << i) } else { fp })
+}
+
+/// Fingerprint of a document's text.
+pub fn fingerprint(text: &str) -> Fingerprint {
+    let w = words(text);
+    let joined = w.join(" ");
+    Fingerprint {
+        simhash: simhash_words(&w),
+        exact: xxh3_128(joined.as_bytes()),
+    }
+}
+
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// The four 16-bit bands of a fingerprint.
+pub fn bands(fp: u64) -> [u16; 4] {
+    [
+        fp as u16,
+        (fp >> 16) as u16,
+        (fp >> 32) as u16,
+        (fp >> 48) as u16,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "The Rust Programming Language is a book about Rust. It teaches ownership, \
+        borrowing and lifetimes with many examples, and it explains how the compiler checks \
+        references so that programs are memory safe without a garbage collector. Each chapter \
+        ends with exercises that build a small project step by step.";
+
+    #[test]
+    fn punctuation_and_case_do_not_matter() {
+        let a = fingerprint(TEXT);
+        let b = fingerprint(&TEXT.to_uppercase().replace(',', " ;").replace('.', "!"));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_small_edit_moves_few_bits_and_other_text_many() {
+        let a = fingerprint(TEXT).simhash;
+        let edited = fingerprint(&TEXT.replace("many examples", "several examples")).simhash;
+        let other = fingerprint(
+            "Tokio is an asynchronous runtime for Rust with timers, sockets, channels and a \
+             scheduler that runs many tasks on a few threads with work stealing between them.",
+        )
+        .simhash;
+        assert!(hamming(a, edited) <= 12, "{}", hamming(a, edited));
+        assert!(hamming(a, other) >= 16, "{}", hamming(a, other));
+        assert!(hamming(a, edited) < hamming(a, other));
+    }
+
+    #[test]
+    fn bands_cover_the_fingerprint() {
+        let fp = 0x0123_4567_89ab_cdef;
+        let b = bands(fp);
+        assert_eq!(b, [0xcdef, 0x89ab, 0x4567, 0x0123]);
+    }
+
+    #[test]
+    fn empty_and_short_texts_are_fine() {
+        assert_eq!(fingerprint("").simhash, 0);
+        let _ = fingerprint("one");
+        let _ = fingerprint("one two");
+    }
+}
