@@ -13,5 +13,6 @@ if [ ! -x .venv/bin/python3 ] || ! .venv/bin/python3 -c "import warcio" 2>/dev/n
 fi
 export PATH="$PWD/.venv/bin:$PATH"
 export TRAWL_REQUIRE_PY=1
+export TRAWL_REQUIRE_SERVICES=1
 
 cargo test --workspace --locked "$@"

@@ -193,17 +193,20 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         );
         intake.spawn(async move { Ok(trawl_fetcher::run_worker(f, j, o, d, s).await?) });
     }
+    let gate: Option<Arc<dyn trawl_dedup::Gate>> =
+        (!opts.no_dedup).then(|| Arc::new(trawl_dedup::MemoryGate::new(opts.dedup_distance)) as _);
     let extractors = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .max(2);
     for _ in 0..extractors {
-        let (i, o, d, s) = (
+        let (i, o, d, g, s) = (
             fetched_q.clone() as Arc<dyn Queue<Fetched>>,
             docs_q.clone() as Arc<dyn Queue<Doc>>,
             discovered_q.clone() as Arc<dyn Queue<Discovered>>,
+            gate.clone(),
             stop_rx.clone(),
         );
-        output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, s).await?) });
+        output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, g, s).await?) });
     }
     {
         let (q, k, st, s) = (docs_q.clone(), sink.clone(), state.clone(), stop_rx.clone());

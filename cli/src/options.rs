@@ -84,6 +84,14 @@ pub struct CrawlOptions {
     /// built-in tracking parameters.
     #[arg(long = "strip-param", value_name = "NAME")]
     pub strip_params: Vec<String>,
+    /// Pages whose text SimHash is within this Hamming distance of a page already kept are
+    /// near-duplicates (recorded with `duplicate_of`, not indexed again). At most 3: the band
+    /// index finds every match up to 3.
+    #[arg(long, default_value_t = trawl_dedup::gate::DEFAULT_MAX_DISTANCE, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub dedup_distance: u32,
+    /// Keep every page, duplicates included.
+    #[arg(long)]
+    pub no_dedup: bool,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

@@ -23,6 +23,14 @@ pub struct RedirectStats {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DuplicateStats {
+    /// Same normalized text as a page kept earlier.
+    pub exact: i64,
+    /// Within the SimHash distance of a page kept earlier.
+    pub near: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FrontierStats {
     pub admitted: i64,
     pub out_of_scope: i64,
@@ -46,6 +54,7 @@ pub struct CrawlReport {
     pub pages: i64,
     pub pages_per_s: f64,
     pub pages_with_text: i64,
+    pub duplicates: DuplicateStats,
     pub status: BTreeMap<String, i64>,
     pub robots_blocked: i64,
     pub out_of_scope: i64,
@@ -95,6 +104,10 @@ impl CrawlReport {
                 0.0
             },
             pages_with_text: get(ix::WITH_TEXT),
+            duplicates: DuplicateStats {
+                exact: get(ix::DUP_EXACT),
+                near: get(ix::DUP_NEAR),
+            },
             status: prefixed(c, ix::STATUS_PREFIX),
             robots_blocked: get(fc::ROBOTS_BLOCKED),
             out_of_scope,

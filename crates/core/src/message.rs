@@ -110,6 +110,15 @@ pub struct PageRecord {
     pub wire_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charset: Option<String>,
+    /// 64-bit SimHash of the text, as 16 hex digits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simhash: Option<String>,
+    /// The URL of the page this one copies; its text is not indexed again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+    /// Hamming distance to `duplicate_of` (0: an exact copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
 }

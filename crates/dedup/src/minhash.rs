@@ -72,10 +72,10 @@ impl MinHasher {
         let mut sig = vec![u64::MAX; PERMS];
         for s in shingles {
             let x = s % P;
-            for i in 0..PERMS {
-                let h = (mul_mod(self.a[i], x) + self.b[i]) % P;
-                if h < sig[i] {
-                    sig[i] = h;
+            for ((slot, a), b) in sig.iter_mut().zip(&self.a).zip(&self.b) {
+                let h = (mul_mod(*a, x) + b) % P;
+                if h < *slot {
+                    *slot = h;
                 }
             }
         }

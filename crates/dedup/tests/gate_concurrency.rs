@@ -26,8 +26,9 @@ fn groups() -> Vec<Vec<Fingerprint>> {
         .iter()
         .enumerate()
         .map(|(g, &b)| {
-            let (i, j) = (rng.below(64), (rng.below(63) + 1 + 0) % 64);
-            let j = if j == i { (i + 1) % 64 } else { j };
+            // Two different bits.
+            let i = rng.below(64);
+            let j = (i + 1 + rng.below(63)) % 64;
             [b, b ^ (1 << i), b ^ (1 << j), b ^ (1 << i) ^ (1 << j)]
                 .iter()
                 .enumerate()

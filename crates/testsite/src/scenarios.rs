@@ -69,6 +69,7 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/trap/cal/{year}", get(calendar))
         .route("/trap/deep/", get(deep))
         .route("/trap/deep/{*rest}", get(deep))
+        .route("/dup/{name}", get(dup))
         .route("/scenarios", get(scenarios_index));
     if !matches!(s.cfg.robots, Robots::FromDir) {
         r = r.route("/robots.txt", get(robots));
@@ -410,4 +411,81 @@ async fn deep() -> Response {
         "<p>Relative links keep nesting.</p>",
         &["x/".to_string()],
     )
+}
+
+/// A long article whose words are drawn from a fixed sequence, so copies can differ by one
+/// word in 400.
+fn article(seed: u32, changed_word: Option<usize>) -> String {
+    const WORDS: &[&str] = &[
+        "crawler",
+        "fetches",
+        "pages",
+        "politely",
+        "and",
+        "extracts",
+        "their",
+        "main",
+        "text",
+        "before",
+        "the",
+        "index",
+        "stores",
+        "chunks",
+        "with",
+        "embeddings",
+        "for",
+        "search",
+        "every",
+        "host",
+        "gets",
+        "its",
+        "own",
+        "queue",
+        "so",
+        "that",
+        "no",
+        "site",
+        "starves",
+        "while",
+        "robots",
+        "rules",
+        "are",
+        "honoured",
+        "on",
+        "each",
+        "redirect",
+        "hop",
+    ];
+    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+    let words: Vec<String> = (0..400)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            if Some(i) == changed_word {
+                "different".to_string()
+            } else {
+                WORDS[x as usize % WORDS.len()].to_string()
+            }
+        })
+        .collect();
+    words
+        .chunks(40)
+        .map(|c| format!("<p>{}.</p>", c.join(" ")))
+        .collect()
+}
+
+/// `original`, `copy` (same text, other chrome), `near` (one word changed), `other`.
+async fn dup(Path(name): Path<String>) -> Response {
+    let body = match name.as_str() {
+        "original" => article(1, None),
+        "copy" => format!(
+            "<aside>Printer-friendly version</aside>{}",
+            article(1, None)
+        ),
+        "near" => article(1, Some(200)),
+        "other" => article(2, None),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    page("An article", &body, &[])
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use trawl_core::queue::Queue;
 use trawl_core::{CoreError, Discovered, Doc, Fetched};
+use trawl_dedup::{Gate, Verdict, fingerprint};
 
 use crate::process;
 
@@ -14,6 +15,7 @@ pub async fn run_worker(
     fetched: Arc<dyn Queue<Fetched>>,
     docs: Arc<dyn Queue<Doc>>,
     discovered: Arc<dyn Queue<Discovered>>,
+    gate: Option<Arc<dyn Gate>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), CoreError> {
     loop {
@@ -26,9 +28,34 @@ pub async fn run_worker(
         };
         for d in batch {
             let msg = d.msg;
-            let processed = tokio::task::spawn_blocking(move || process(&msg))
-                .await
-                .map_err(|e| CoreError::Backend(format!("extraction task failed: {e}")))?;
+            let mut processed = tokio::task::spawn_blocking(move || {
+                let mut p = process(&msg);
+                if !p.doc.page.text.is_empty() {
+                    let fp = fingerprint(&p.doc.page.text);
+                    p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
+                    return (p, Some(fp));
+                }
+                (p, None)
+            })
+            .await
+            .map_err(|e| CoreError::Backend(format!("extraction task failed: {e}")))?;
+            // The gate after extraction, before indexing: the first copy is kept, later ones
+            // are recorded as aliases of it (`duplicate_of`) and not indexed again.
+            if let (Some(gate), (doc, Some(fp))) = (&gate, &mut processed) {
+                let page = &mut doc.doc.page;
+                match gate
+                    .check_and_insert(*fp, &page.final_url)
+                    .await
+                    .map_err(|e| CoreError::Backend(format!("dedup gate: {e}")))?
+                {
+                    Verdict::Kept => {}
+                    Verdict::Duplicate { of, distance } => {
+                        page.duplicate_of = Some(of);
+                        page.distance = Some(distance);
+                    }
+                }
+            }
+            let processed = processed.0;
             // Links first, then the record, then the ack: a crash repeats, never loses.
             if let Some(disc) = processed.discovered {
                 discovered.publish(disc).await?;

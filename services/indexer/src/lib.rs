@@ -23,6 +23,8 @@ pub mod counters {
     pub const REDIRECT_HOPS: &str = "pages.redirect_hops";
     pub const WITH_TEXT: &str = "pages.with_text";
     pub const BYTES: &str = "pages.wire_bytes";
+    pub const DUP_EXACT: &str = "pages.duplicate.exact";
+    pub const DUP_NEAR: &str = "pages.duplicate.near";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +91,15 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
     }
     if !page.text.is_empty() {
         state.incr(counters::WITH_TEXT, 1).await?;
+    }
+    match page.distance {
+        Some(0) => {
+            state.incr(counters::DUP_EXACT, 1).await?;
+        }
+        Some(_) => {
+            state.incr(counters::DUP_NEAR, 1).await?;
+        }
+        None => {}
     }
     state.incr(counters::BYTES, page.wire_bytes as i64).await?;
     Ok(())
