@@ -29,8 +29,17 @@ pub enum GateError {
 
 #[async_trait]
 pub trait Gate: Send + Sync {
-    /// Keeps `id` unless an exact copy or a fingerprint within the distance is already kept.
+    /// Keeps `id` unless an exact copy or a fingerprint within the distance is already kept
+    /// under another id. Idempotent per id: a redelivered page matches itself and is `Kept`.
     async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError>;
+}
+
+/// A match on the page's own id is a redelivery, not a copy.
+pub(crate) fn unless_self(v: Verdict, id: &str) -> Verdict {
+    match v {
+        Verdict::Duplicate { of, .. } if of == id => Verdict::Kept,
+        other => other,
+    }
 }
 
 #[derive(Default)]
@@ -109,7 +118,7 @@ impl MemoryGate {
 #[async_trait]
 impl Gate for MemoryGate {
     async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError> {
-        Ok(self.check_and_insert_sync(fp, id))
+        Ok(unless_self(self.check_and_insert_sync(fp, id), id))
     }
 }
 
@@ -151,6 +160,24 @@ mod tests {
             Verdict::Kept
         );
         assert_eq!(g.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_redelivered_page_is_kept_not_its_own_copy() {
+        let g = MemoryGate::new(2);
+        assert_eq!(
+            g.check_and_insert(fp(7, 7), "a").await.unwrap(),
+            Verdict::Kept
+        );
+        assert_eq!(
+            g.check_and_insert(fp(7, 7), "a").await.unwrap(),
+            Verdict::Kept
+        );
+        assert_eq!(
+            g.check_and_insert(fp(7 ^ 1, 8), "a").await.unwrap(),
+            Verdict::Kept
+        );
+        assert_eq!(g.len(), 1);
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use crate::gate::{Gate, GateError, Verdict};
+use crate::gate::{Gate, GateError, Verdict, unless_self};
 use crate::simhash::{Fingerprint, bands};
 
 /// KEYS: exact bucket, ids, band 0..3 buckets. ARGV: fingerprint (8 bytes), exact digest
@@ -136,10 +136,13 @@ impl Gate for RedisGate {
         let (of, distance): (String, i64) = inv.invoke_async(&mut conn).await?;
         match distance {
             -1 => Ok(Verdict::Kept),
-            d if d >= 0 => Ok(Verdict::Duplicate {
-                of,
-                distance: d as u32,
-            }),
+            d if d >= 0 => Ok(unless_self(
+                Verdict::Duplicate {
+                    of,
+                    distance: d as u32,
+                },
+                id,
+            )),
             d => Err(GateError::Reply(format!("unexpected distance {d}"))),
         }
     }
