@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::simhash::{Fingerprint, bands, hamming};
+use crate::simhash::{Banding, Fingerprint, hamming};
 
 /// Fingerprints within this Hamming distance of a kept one are near-duplicates ("< 3").
 pub const DEFAULT_MAX_DISTANCE: u32 = 2;
@@ -45,25 +45,28 @@ pub(crate) fn unless_self(v: Verdict, id: &str) -> Verdict {
 #[derive(Default)]
 struct Inner {
     exact: HashMap<u128, u32>,
-    /// Per band: band value -> indexes into `kept`.
-    bands: [HashMap<u16, Vec<u32>>; 4],
+    /// (band, band value) -> indexes into `kept`.
+    bands: HashMap<(u32, u64), Vec<u32>>,
     kept: Vec<(u64, String)>,
 }
 
 /// The in-process gate of the embedded runtime. Memory: per fingerprint 8 bytes plus the id,
-/// 4 band entries of 4 bytes, and one exact-hash entry (16 + 4 bytes), plus map overhead.
+/// one 4-byte index per band (3 bands at the default distance), and one exact-hash entry
+/// (16 + 4 bytes), plus hash-map overhead.
 pub struct MemoryGate {
     inner: Mutex<Inner>,
     max_distance: u32,
+    banding: Banding,
 }
 
 impl MemoryGate {
-    /// `max_distance` up to 3 is exact with 4 bands of 16 bits (pigeonhole); beyond that some
-    /// near-copies can share no band and are missed.
+    /// `max_distance` is at most 3 (see [`Banding`]); larger values are clamped.
     pub fn new(max_distance: u32) -> Self {
+        let max_distance = max_distance.min(3);
         Self {
             inner: Mutex::new(Inner::default()),
             max_distance,
+            banding: Banding::for_distance(max_distance),
         }
     }
 
@@ -87,10 +90,10 @@ impl MemoryGate {
                 distance: 0,
             };
         }
-        let b = bands(fp.simhash);
+        let b = self.banding.bands(fp.simhash);
         let mut best: Option<(u32, u32)> = None;
-        for (band, value) in b.iter().enumerate() {
-            if let Some(list) = inner.bands[band].get(value) {
+        for key in &b {
+            if let Some(list) = inner.bands.get(key) {
                 for &i in list {
                     let d = hamming(inner.kept[i as usize].0, fp.simhash);
                     if d <= self.max_distance && best.is_none_or(|(bd, _)| d < bd) {
@@ -108,8 +111,8 @@ impl MemoryGate {
         let idx = inner.kept.len() as u32;
         inner.kept.push((fp.simhash, id.to_string()));
         inner.exact.insert(fp.exact, idx);
-        for (band, value) in b.iter().enumerate() {
-            inner.bands[band].entry(*value).or_default().push(idx);
+        for key in b {
+            inner.bands.entry(key).or_default().push(idx);
         }
         Verdict::Kept
     }

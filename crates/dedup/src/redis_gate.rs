@@ -2,25 +2,32 @@
 //! distance checks, and the insert, atomically. All keys of a crawl carry the `{crawl}` hash
 //! tag so the script's keys live in one cluster slot.
 //!
-//! Layout under `trawl:{crawl}:sh:`, built for bytes per fingerprint: each bucket is one
-//! Redis string of packed fixed-size records, appended to, so an entry costs its bytes and
-//! no per-entry structure:
-//! - `b{band}:{value}`: 8-byte fingerprints whose band `band` equals `value` (4 per print);
-//! - `x:{prefix}`: 24-byte records (16-byte exact digest + 8-byte fingerprint), bucketed by
-//!   the digest's first two bytes;
-//! - `ids`: a hash from the 8-byte fingerprint to the page id, read only on a match.
+//! Layout under `trawl:{crawl}:sh:`, built for bytes per fingerprint. Buckets are packed
+//! strings of fixed-size records, and small buckets are grouped as fields of one hash each,
+//! which Redis stores as a compact listpack while it holds <= 128 fields of <= 64 bytes:
+//! - `b{count}.{band}:{value >> 7}` field `value & 127`: the 8-byte fingerprints whose band
+//!   `band` (of `count`, see [`Banding`]) equals `value`; one record per band per print;
+//! - `x:{first two digest bytes}`: a string of 24-byte records (16-byte exact digest and the
+//!   8-byte fingerprint);
+//! - `ids:{top 17 bits of the fingerprint}` field fingerprint: the page id.
 
 use async_trait::async_trait;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
 use crate::gate::{Gate, GateError, Verdict, unless_self};
-use crate::simhash::{Fingerprint, bands};
+use crate::simhash::{Banding, Fingerprint};
 
-/// KEYS: exact bucket, ids, band 0..3 buckets. ARGV: fingerprint (8 bytes), exact digest
-/// (16 bytes), id, max distance. Returns {id, distance} or {"", -1} when kept.
+/// KEYS: exact bucket, ids group of this print, then one band group per band.
+/// ARGV: fingerprint (8 bytes), exact digest (16 bytes), id, max distance, ids key prefix,
+/// then the field of each band group. Returns {id, distance}, or {"", -1} when kept.
 const SCRIPT: &str = r#"
-local fp, ex, id, maxd = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local fp, ex, id, maxd, idprefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- The ids group of any print: its top 17 bits, as the Rust side computes it.
+local function ids_key(p)
+  local b1, b2, b3 = string.byte(p, 1, 3)
+  return idprefix .. (b1 * 512 + b2 * 2 + math.floor(b3 / 128))
+end
 local xb = redis.call('GET', KEYS[1])
 if xb then
   local from = 1
@@ -28,7 +35,8 @@ if xb then
     local at = string.find(xb, ex, from, true)
     if not at then break end
     if (at - 1) % 24 == 0 then
-      return {redis.call('HGET', KEYS[2], string.sub(xb, at + 16, at + 23)) or '', 0}
+      local other = string.sub(xb, at + 16, at + 23)
+      return {redis.call('HGET', ids_key(other), other) or '', 0}
     end
     from = at + 1
   end
@@ -36,8 +44,8 @@ end
 local pop = {POPCOUNTS}
 local f = {string.byte(fp, 1, 8)}
 local best, bestd = nil, 65
-for k = 3, 6 do
-  local b = redis.call('GET', KEYS[k])
+for k = 3, #KEYS do
+  local b = redis.call('HGET', KEYS[k], ARGV[3 + k])
   if b then
     for off = 1, #b, 8 do
       -- Most records are far: give up on one as soon as it passes the limit.
@@ -50,12 +58,16 @@ for k = 3, 6 do
     end
   end
 end
-if best and bestd <= maxd then
-  return {redis.call('HGET', KEYS[2], best) or '', bestd}
+if best then
+  return {redis.call('HGET', ids_key(best), best) or '', bestd}
 end
 redis.call('APPEND', KEYS[1], ex .. fp)
 redis.call('HSET', KEYS[2], fp, id)
-for k = 3, 6 do redis.call('APPEND', KEYS[k], fp) end
+for k = 3, #KEYS do
+  local field = ARGV[3 + k]
+  local old = redis.call('HGET', KEYS[k], field) or ''
+  redis.call('HSET', KEYS[k], field, old .. fp)
+end
 return {'', -1}
 "#;
 
@@ -70,6 +82,7 @@ pub struct RedisGate {
     conn: ConnectionManager,
     prefix: String,
     max_distance: u32,
+    banding: Banding,
     script: Script,
 }
 
@@ -81,7 +94,8 @@ impl RedisGate {
         Ok(Self {
             conn,
             prefix: format!("trawl:{{{crawl}}}:sh:"),
-            max_distance,
+            max_distance: max_distance.min(3),
+            banding: Banding::for_distance(max_distance),
             script: Script::new(&script_source()),
         })
     }
@@ -117,21 +131,30 @@ impl RedisGate {
 #[async_trait]
 impl Gate for RedisGate {
     async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError> {
-        let b = bands(fp.simhash);
-        let mut inv = self.script.prepare_invoke();
+        let b = self.banding.bands(fp.simhash);
         let digest = fp.exact.to_be_bytes();
+        let mut inv = self.script.prepare_invoke();
         inv.key(format!(
             "{}x:{:02x}{:02x}",
             self.prefix, digest[0], digest[1]
         ))
-        .key(format!("{}ids", self.prefix));
-        for (i, v) in b.iter().enumerate() {
-            inv.key(format!("{}b{i}:{v}", self.prefix));
+        .key(format!("{}ids:{}", self.prefix, fp.simhash >> 47));
+        for (i, v) in &b {
+            inv.key(format!(
+                "{}b{}.{i}:{}",
+                self.prefix,
+                self.banding.count,
+                v >> 7
+            ));
         }
         inv.arg(fp.simhash.to_be_bytes().to_vec())
             .arg(digest.to_vec())
             .arg(id)
-            .arg(self.max_distance);
+            .arg(self.max_distance)
+            .arg(format!("{}ids:", self.prefix));
+        for (_, v) in &b {
+            inv.arg(v & 127);
+        }
         let mut conn = self.conn.clone();
         let (of, distance): (String, i64) = inv.invoke_async(&mut conn).await?;
         match distance {

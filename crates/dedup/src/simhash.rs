@@ -69,14 +69,39 @@ pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 
-/// The four 16-bit bands of a fingerprint.
-pub fn bands(fp: u64) -> [u16; 4] {
-    [
-        fp as u16,
-        (fp >> 16) as u16,
-        (fp >> 32) as u16,
-        (fp >> 48) as u16,
-    ]
+/// How to split fingerprints into bands so that any two within `max_distance` share at
+/// least one band exactly (pigeonhole: `max_distance + 1` bands). Fewer, wider bands mean
+/// smaller buckets: at 10 million prints a 21-bit band holds ~5 of them, a 16-bit one ~150.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Banding {
+    pub count: u32,
+}
+
+impl Banding {
+    /// `max_distance` 0..=3 (beyond 3 the index would need more than 4 bands).
+    pub fn for_distance(max_distance: u32) -> Self {
+        Self {
+            count: max_distance.clamp(0, 3) + 1,
+        }
+    }
+
+    /// The band values of `fp`, each tagged with its band number: band `i` covers bits
+    /// `[64*i/count, 64*(i+1)/count)`.
+    pub fn bands(self, fp: u64) -> Vec<(u32, u64)> {
+        (0..self.count)
+            .map(|i| {
+                let lo = 64 * i / self.count;
+                let hi = 64 * (i + 1) / self.count;
+                let width = hi - lo;
+                let mask = if width == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << width) - 1
+                };
+                (i, (fp >> lo) & mask)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -112,8 +137,31 @@ mod tests {
     #[test]
     fn bands_cover_the_fingerprint() {
         let fp = 0x0123_4567_89ab_cdef;
-        let b = bands(fp);
-        assert_eq!(b, [0xcdef, 0x89ab, 0x4567, 0x0123]);
+        let four = Banding::for_distance(3).bands(fp);
+        assert_eq!(four, [(0, 0xcdef), (1, 0x89ab), (2, 0x4567), (3, 0x0123)]);
+        let three = Banding::for_distance(2).bands(fp);
+        assert_eq!(three.len(), 3);
+        let rebuilt = three[0].1 | (three[1].1 << 21) | (three[2].1 << 42);
+        assert_eq!(rebuilt, fp);
+    }
+
+    #[test]
+    fn prints_within_the_distance_share_a_band() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for d in 0..=3u32 {
+            let banding = Banding::for_distance(d);
+            for _ in 0..2000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut y = x;
+                for k in 0..d {
+                    y ^= 1 << ((x >> (6 * k)) % 64);
+                }
+                let (a, b) = (banding.bands(x), banding.bands(y));
+                assert!(a.iter().zip(&b).any(|(p, q)| p == q), "d={d}");
+            }
+        }
     }
 
     #[test]
