@@ -103,27 +103,13 @@ async fn redis_gate_keeps_exactly_one_per_group() {
     let gate = Arc::new(gate);
     run(gate.clone()).await;
     // A redelivery of a kept page is still kept, not a copy of itself.
-    let first = gate
-        .check_and_insert(
-            Fingerprint {
-                simhash: 1,
-                exact: u128::MAX,
-            },
-            "self",
-        )
-        .await
-        .unwrap();
-    assert_eq!(first, Verdict::Kept);
-    let redelivered = gate
-        .check_and_insert(
-            Fingerprint {
-                simhash: 1,
-                exact: u128::MAX,
-            },
-            "self",
-        )
-        .await
-        .unwrap();
-    assert_eq!(redelivered, Verdict::Kept);
+    let own = Fingerprint {
+        simhash: 1,
+        exact: u128::MAX,
+    };
+    for delivery in ["first", "redelivered"] {
+        let v = gate.check_and_insert(own, "self").await.unwrap();
+        assert_eq!(v, Verdict::Kept, "{delivery}");
+    }
     gate.clear().await.unwrap();
 }

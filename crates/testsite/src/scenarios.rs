@@ -187,14 +187,17 @@ async fn redirect_offsite(State(s): State<Shared>) -> Response {
     .into_response()
 }
 
+/// Counts requests per scenario key; returns this request's number (1 for the first).
+fn bump(s: &Shared, key: String) -> u32 {
+    let mut hits = s.hits.lock().unwrap_or_else(|e| e.into_inner());
+    let c = hits.entry(key).or_default();
+    *c += 1;
+    *c
+}
+
 /// First request: 429 with `Retry-After: 1`; later ones: a page.
 async fn retry(State(s): State<Shared>, Path(name): Path<String>) -> Response {
-    let n = {
-        let mut hits = s.hits.lock().unwrap_or_else(|e| e.into_inner());
-        let c = hits.entry(format!("retry/{name}")).or_default();
-        *c += 1;
-        *c
-    };
+    let n = bump(&s, format!("retry/{name}"));
     if n == 1 {
         let mut resp = StatusCode::TOO_MANY_REQUESTS.into_response();
         resp.headers_mut()
@@ -207,12 +210,7 @@ async fn retry(State(s): State<Shared>, Path(name): Path<String>) -> Response {
 
 /// First request: 503 with `Retry-After` as an HTTP date 2 s ahead; later ones: a page.
 async fn unavailable(State(s): State<Shared>, Path(name): Path<String>) -> Response {
-    let n = {
-        let mut hits = s.hits.lock().unwrap_or_else(|e| e.into_inner());
-        let c = hits.entry(format!("unavailable/{name}")).or_default();
-        *c += 1;
-        *c
-    };
+    let n = bump(&s, format!("unavailable/{name}"));
     if n == 1 {
         let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
         let mut resp = StatusCode::SERVICE_UNAVAILABLE.into_response();

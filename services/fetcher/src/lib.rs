@@ -270,8 +270,7 @@ impl Fetcher {
                 if !self.state.seen_add(url.as_str()).await? {
                     self.state.incr(counters::REDIRECT_TO_SEEN, 1).await?;
                     let status = hops.last().map_or(0, |h| h.status);
-                    let mut f = done_ok(job, url.as_str(), hops, wire_bytes, status, None);
-                    f.fetched_at = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                    let f = done_ok(job, url.as_str(), hops, wire_bytes, status, None);
                     return Ok(Outcome::Done(Box::new(f)));
                 }
             }

@@ -59,7 +59,7 @@ pub struct FrontierConfig {
 }
 
 /// What happened to one discovered URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Verdict {
     Queued,
     Seen,
@@ -104,27 +104,27 @@ impl Frontier {
     pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Verdict>, FrontierError> {
         let mut out = Vec::with_capacity(batch.urls.len());
         // Counted per batch, not per URL: a documentation page links to hundreds of URLs
-        // and shared-state round trips would dominate.
-        let mut counts: std::collections::BTreeMap<String, i64> = Default::default();
+        // and shared-state round trips would dominate. Seen URLs are not counted at all.
+        let mut counts: std::collections::HashMap<Verdict, i64> = Default::default();
         for d in &batch.urls {
             let v = self.admit(d).await?;
-            let counter = match &v {
-                Verdict::Queued => Some(counters::QUEUED.to_string()),
-                Verdict::Seen => None,
-                Verdict::Invalid => Some(counters::INVALID.to_string()),
-                Verdict::OutOfScope => Some(counters::OUT_OF_SCOPE.to_string()),
-                Verdict::TooDeep => Some(counters::TOO_DEEP.to_string()),
-                Verdict::Trap(kind) => Some(format!("{}{}", counters::TRAP_PREFIX, kind.name())),
-                Verdict::HostBudget => Some(counters::HOST_BUDGET.to_string()),
-                Verdict::MaxPages => Some(counters::MAX_PAGES.to_string()),
-                Verdict::Rejected => Some(counters::REJECTED_FULL.to_string()),
-            };
-            if let Some(c) = counter {
-                *counts.entry(c).or_default() += 1;
+            if v != Verdict::Seen {
+                *counts.entry(v.clone()).or_default() += 1;
             }
             out.push(v);
         }
-        for (name, n) in counts {
+        for (v, n) in counts {
+            let name = match v {
+                Verdict::Trap(kind) => format!("{}{}", counters::TRAP_PREFIX, kind.name()),
+                Verdict::Queued => counters::QUEUED.into(),
+                Verdict::Invalid => counters::INVALID.into(),
+                Verdict::OutOfScope => counters::OUT_OF_SCOPE.into(),
+                Verdict::TooDeep => counters::TOO_DEEP.into(),
+                Verdict::HostBudget => counters::HOST_BUDGET.into(),
+                Verdict::MaxPages => counters::MAX_PAGES.into(),
+                Verdict::Rejected => counters::REJECTED_FULL.into(),
+                Verdict::Seen => continue,
+            };
             self.state.incr(&name, n).await?;
         }
         Ok(out)

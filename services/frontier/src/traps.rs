@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use url::Url;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TrapKind {
     UrlTooLong,
     RepeatedSegments,
