@@ -1,6 +1,7 @@
 //! The extractor stage: turns a fetched response into a corpus record and the URLs it links
 //! to. HTML goes through [`html::extract_html`]; sitemaps and feeds through [`discovery`].
 
+pub mod content;
 pub mod discovery;
 pub mod html;
 mod worker;

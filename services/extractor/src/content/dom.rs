@@ -1,0 +1,236 @@
+//! A compact, read-only copy of the parsed document: one flat arena in document order, so
+//! the scoring passes are plain loops over indices (children always follow their parent),
+//! with no reference counting or interior mutability on the hot path.
+
+use dom_query::{Document, NodeData, NodeRef};
+
+use super::tags::Tag;
+
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub tag: Tag,
+    pub parent: u32,
+    pub first_child: u32,
+    pub next_sibling: u32,
+    /// Text nodes: byte range in [`Dom::text`]. Elements: range in [`Dom::attrs`].
+    pub start: u32,
+    pub end: u32,
+    /// Lower-cased `class` and `id` joined by a space (elements only), for the hint patterns.
+    pub hint: Box<str>,
+}
+
+#[derive(Debug, Default)]
+pub struct Dom {
+    pub nodes: Vec<Node>,
+    pub text: String,
+    pub attrs: Vec<(Box<str>, Box<str>)>,
+}
+
+/// Attributes kept from the parse; everything else is dropped.
+const KEPT_ATTRS: &[&str] = &[
+    "href",
+    "src",
+    "alt",
+    "title",
+    "lang",
+    "role",
+    "itemprop",
+    "itemtype",
+    "hidden",
+    "aria-hidden",
+    "aria-label",
+    "style",
+    "content",
+    "name",
+    "property",
+    "rel",
+    "type",
+    "datetime",
+    "class",
+    "id",
+    "colspan",
+    "start",
+    "data-testid",
+];
+
+impl Dom {
+    pub fn parse(html: &str) -> Dom {
+        let doc = Document::from(html);
+        let mut dom = Dom {
+            nodes: Vec::with_capacity(html.len() / 40),
+            text: String::with_capacity(html.len() / 3),
+            attrs: Vec::new(),
+        };
+        dom.nodes.push(Node {
+            tag: Tag::Root,
+            parent: NONE,
+            first_child: NONE,
+            next_sibling: NONE,
+            start: 0,
+            end: 0,
+            hint: Box::from(""),
+        });
+        let root = doc.root();
+        // Iterative pre-order walk; the stack holds (source node, arena parent, last child).
+        let mut stack: Vec<(NodeRef<'_>, u32)> = Vec::new();
+        let mut last_child: Vec<u32> = vec![NONE];
+        let mut kids: Vec<NodeRef<'_>> = root.children_it(true).collect();
+        for k in kids.drain(..) {
+            stack.push((k, 0));
+        }
+        while let Some((node, parent)) = stack.pop() {
+            let Some(idx) = dom.push_node(&node, parent) else {
+                continue;
+            };
+            // Link as the last child of the parent.
+            let p = parent as usize;
+            let prev = last_child[p];
+            if prev == NONE {
+                dom.nodes[p].first_child = idx;
+            } else {
+                dom.nodes[prev as usize].next_sibling = idx;
+            }
+            last_child[p] = idx;
+            last_child.push(NONE);
+            if dom.nodes[idx as usize].tag != Tag::Text {
+                kids.extend(node.children_it(true));
+                for k in kids.drain(..) {
+                    stack.push((k, idx));
+                }
+            }
+        }
+        dom
+    }
+
+    fn push_node(&mut self, node: &NodeRef<'_>, parent: u32) -> Option<u32> {
+        let idx = self.nodes.len() as u32;
+        let made = node.query(|tn| match &tn.data {
+            NodeData::Text { contents } => {
+                let start = self.text.len() as u32;
+                self.text.push_str(contents);
+                Some(Node {
+                    tag: Tag::Text,
+                    parent,
+                    first_child: NONE,
+                    next_sibling: NONE,
+                    start,
+                    end: self.text.len() as u32,
+                    hint: Box::from(""),
+                })
+            }
+            NodeData::Element(el) => {
+                let tag = Tag::from_name(&el.name.local);
+                let start = self.attrs.len() as u32;
+                let mut hint = String::new();
+                for a in &el.attrs {
+                    let name: &str = &a.name.local;
+                    if !KEPT_ATTRS.contains(&name) {
+                        continue;
+                    }
+                    if name == "class" || name == "id" {
+                        if !hint.is_empty() {
+                            hint.push(' ');
+                        }
+                        hint.push_str(&a.value.to_ascii_lowercase());
+                    }
+                    self.attrs.push((Box::from(name), Box::from(&*a.value)));
+                }
+                Some(Node {
+                    tag,
+                    parent,
+                    first_child: NONE,
+                    next_sibling: NONE,
+                    start,
+                    end: self.attrs.len() as u32,
+                    hint: hint.into_boxed_str(),
+                })
+            }
+            _ => None,
+        })??;
+        self.nodes.push(made);
+        Some(idx)
+    }
+
+    #[inline]
+    pub fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    pub fn attr(&self, i: u32, name: &str) -> Option<&str> {
+        let n = self.node(i);
+        if n.tag == Tag::Text {
+            return None;
+        }
+        self.attrs[n.start as usize..n.end as usize]
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .map(|(_, v)| &**v)
+    }
+
+    pub fn text_of(&self, i: u32) -> &str {
+        let n = self.node(i);
+        &self.text[n.start as usize..n.end as usize]
+    }
+
+    pub fn children(&self, i: u32) -> Children<'_> {
+        Children {
+            dom: self,
+            next: self.node(i).first_child,
+        }
+    }
+
+    /// One past the last descendant of `i` in document order.
+    pub fn subtree_end(&self, i: u32) -> u32 {
+        let mut cur = i;
+        loop {
+            let n = self.node(cur);
+            if n.next_sibling != NONE {
+                return n.next_sibling;
+            }
+            if n.parent == NONE {
+                return self.nodes.len() as u32;
+            }
+            cur = n.parent;
+        }
+    }
+
+    /// All text below `i`, concatenated (no layout).
+    pub fn raw_text(&self, i: u32) -> String {
+        let mut s = String::new();
+        for j in i..self.subtree_end(i) {
+            if self.node(j).tag == Tag::Text {
+                s.push_str(self.text_of(j));
+            }
+        }
+        s
+    }
+
+    pub fn is_ancestor(&self, anc: u32, mut i: u32) -> bool {
+        while i != NONE {
+            if i == anc {
+                return true;
+            }
+            i = self.node(i).parent;
+        }
+        false
+    }
+}
+
+pub struct Children<'a> {
+    dom: &'a Dom,
+    next: u32,
+}
+
+impl Iterator for Children<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        if self.next == NONE {
+            return None;
+        }
+        let cur = self.next;
+        self.next = self.dom.node(cur).next_sibling;
+        Some(cur)
+    }
+}

@@ -1,0 +1,241 @@
+//! What `class` and `id` values say about a box. Tokens are split on anything that is not a
+//! letter or digit, so `post-sidebar__inner` yields `post`, `sidebar`, `inner`; long words
+//! also match inside compounds (`relatedposts`), short ones only as whole tokens (`ad`).
+
+/// Chrome that is never the main content, whatever else the box says of itself.
+const STRONG: &[&str] = &[
+    "ad",
+    "ads",
+    "adv",
+    "advert",
+    "advertisement",
+    "nav",
+    "navbar",
+    "menu",
+    "menus",
+    "footer",
+    "sidebar",
+    "share",
+    "sharing",
+    "social",
+    "related",
+    "promo",
+    "promos",
+    "popup",
+    "modal",
+    "cookie",
+    "cookies",
+    "consent",
+    "gdpr",
+    "newsletter",
+    "subscribe",
+    "subscription",
+    "signup",
+    "login",
+    "breadcrumb",
+    "breadcrumbs",
+    "pagination",
+    "pager",
+    "sponsor",
+    "sponsored",
+    "outbrain",
+    "taboola",
+    "comment",
+    "comments",
+    "disqus",
+    "respond",
+    "recommended",
+    "recommendations",
+    "recirc",
+    "trending",
+    "tagcloud",
+    "skip",
+    "offcanvas",
+    "drawer",
+    "overlay",
+    "paywall",
+    "cart",
+];
+/// Usually chrome, unless the same box also calls itself content.
+const WEAK: &[&str] = &[
+    "header",
+    "masthead",
+    "aside",
+    "widget",
+    "widgets",
+    "tags",
+    "byline",
+    "dateline",
+    "author",
+    "bio",
+    "disclaimer",
+    "copyright",
+    "legal",
+    "topbar",
+    "toc",
+    "more",
+    "callout",
+    "rail",
+    "meta",
+    "caption",
+    "credit",
+    "credits",
+    "timestamp",
+    "tools",
+    "utility",
+    "actions",
+    "alert",
+    "notice",
+    "teaser",
+    "teasers",
+    "carousel",
+    "slider",
+    "filter",
+    "filters",
+    "facet",
+    "facets",
+    "sort",
+    "search",
+    "account",
+    "announcement",
+    "print",
+    "reply",
+    "discuss",
+    "banner",
+    "foot",
+];
+const NEGATIVE_INFIX: &[&str] = &[
+    "sidebar",
+    "related",
+    "comment",
+    "breadcrumb",
+    "newsletter",
+    "cookie",
+    "social",
+    "sharing",
+    "sharebar",
+    "advert",
+    "sponsor",
+    "navigation",
+    "navbar",
+    "footer",
+    "masthead",
+    "subscribe",
+    "popup",
+    "banner",
+    "recommend",
+    "promo",
+    "outbrain",
+    "taboola",
+    "consent",
+];
+const POSITIVE: &[&str] = &[
+    "article",
+    "content",
+    "entry",
+    "main",
+    "post",
+    "text",
+    "body",
+    "story",
+    "blog",
+    "prose",
+    "markdown",
+    "documentation",
+    "docs",
+    "description",
+    "answer",
+    "question",
+    "message",
+    "thread",
+    "topic",
+    "review",
+    "recipe",
+    "product",
+    "detail",
+    "details",
+    "richtext",
+];
+/// Tokens that mean "the conversation" on forums, where the conversation is the content.
+const DISCUSSION: &[&str] = &[
+    "comment", "comments", "discuss", "reply", "replies", "respond", "post", "posts", "message",
+    "answer", "answers", "thread", "topic",
+];
+
+fn tokens(hint: &str) -> impl Iterator<Item = &str> {
+    hint.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hint {
+    /// Chrome whatever else the box says.
+    Strong,
+    /// Chrome unless the box also calls itself content.
+    Negative,
+    Neutral,
+    Positive,
+}
+
+/// Classifies one box by its class and id. On forum pages the discussion words are not
+/// negative.
+pub fn classify(hint: &str, forum: bool) -> Hint {
+    if hint.is_empty() {
+        return Hint::Neutral;
+    }
+    let mut strong = false;
+    let mut neg = false;
+    let mut pos = false;
+    for t in tokens(hint) {
+        if t.len() > 40 {
+            continue;
+        }
+        if forum && DISCUSSION.contains(&t) {
+            pos = true;
+            continue;
+        }
+        if STRONG.contains(&t) {
+            strong = true;
+        } else if WEAK.contains(&t) {
+            neg = true;
+        } else if POSITIVE.contains(&t) {
+            pos = true;
+        } else if t.len() > 6
+            && NEGATIVE_INFIX
+                .iter()
+                .any(|k| t.contains(k) && !(forum && k.starts_with("comment")))
+        {
+            strong = true;
+        }
+    }
+    match (strong, neg, pos) {
+        (true, _, _) => Hint::Strong,
+        (false, true, false) => Hint::Negative,
+        (false, _, true) => Hint::Positive,
+        _ => Hint::Neutral,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_compounds() {
+        assert_eq!(classify("post-sidebar__inner", false), Hint::Neutral);
+        assert_eq!(classify("widget-area sidebar", false), Hint::Strong);
+        assert_eq!(classify("relatedposts", false), Hint::Strong);
+        assert_eq!(classify("article-body", false), Hint::Positive);
+        assert_eq!(classify("header", false), Hint::Negative);
+        assert_eq!(classify("pg-right-rail-tall", false), Hint::Negative);
+        assert_eq!(
+            classify("shadow", false),
+            Hint::Neutral,
+            "`ad` only as a token"
+        );
+        assert_eq!(classify("comment-list", false), Hint::Strong);
+        assert_eq!(classify("comments-area post-comments", false), Hint::Strong);
+        assert_eq!(classify("entry-meta", false), Hint::Neutral);
+        assert_eq!(classify("comment-list", true), Hint::Positive);
+    }
+}

@@ -1,0 +1,194 @@
+//! Page metadata from `<head>` tags, Open Graph, schema.org microdata and JSON-LD.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::dom::Dom;
+use super::tags::Tag;
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct Metadata {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub author: Option<String>,
+    pub published: Option<String>,
+    pub modified: Option<String>,
+    pub language: Option<String>,
+    pub canonical: Option<String>,
+    pub site_name: Option<String>,
+    pub jsonld_type: Option<String>,
+    pub generator: Option<String>,
+}
+
+/// What JSON-LD blocks say, gathered once.
+#[derive(Debug, Default)]
+pub struct JsonLd {
+    pub types: Vec<String>,
+    pub headline: Option<String>,
+    pub article_body: Option<String>,
+    pub author: Option<String>,
+    pub published: Option<String>,
+    pub modified: Option<String>,
+    pub publisher: Option<String>,
+    pub description: Option<String>,
+}
+
+fn clean(s: &str) -> Option<String> {
+    let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let t = html_escape::decode_html_entities(&t).into_owned();
+    (!t.is_empty()).then_some(t)
+}
+
+fn name_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => clean(s),
+        Value::Object(o) => o.get("name").and_then(name_of),
+        Value::Array(a) => {
+            let names: Vec<String> = a.iter().filter_map(name_of).collect();
+            (!names.is_empty()).then(|| names.join(", "))
+        }
+        _ => None,
+    }
+}
+
+fn visit(v: &Value, ld: &mut JsonLd, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| visit(x, ld, depth + 1)),
+        Value::Object(o) => {
+            match o.get("@type") {
+                Some(Value::String(t)) => ld.types.push(t.clone()),
+                Some(Value::Array(ts)) => ld
+                    .types
+                    .extend(ts.iter().filter_map(|t| t.as_str().map(String::from))),
+                _ => {}
+            }
+            let s = |k: &str| o.get(k).and_then(|x| x.as_str()).and_then(clean);
+            if ld.headline.is_none() {
+                ld.headline = s("headline");
+            }
+            if ld.article_body.is_none() {
+                ld.article_body = o
+                    .get("articleBody")
+                    .or_else(|| o.get("text").filter(|_| o.contains_key("headline")))
+                    .and_then(|x| x.as_str())
+                    .map(String::from);
+            }
+            if ld.author.is_none() {
+                ld.author = o.get("author").and_then(name_of);
+            }
+            if ld.published.is_none() {
+                ld.published = s("datePublished").or_else(|| s("dateCreated"));
+            }
+            if ld.modified.is_none() {
+                ld.modified = s("dateModified");
+            }
+            if ld.publisher.is_none() {
+                ld.publisher = o.get("publisher").and_then(name_of);
+            }
+            if ld.description.is_none() {
+                ld.description = s("description");
+            }
+            if let Some(g) = o.get("@graph") {
+                visit(g, ld, depth + 1);
+            }
+            if let Some(m) = o.get("mainEntity") {
+                visit(m, ld, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub fn json_ld(dom: &Dom) -> JsonLd {
+    let mut ld = JsonLd::default();
+    for i in 0..dom.nodes.len() as u32 {
+        if dom.node(i).tag == Tag::Script
+            && dom
+                .attr(i, "type")
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"))
+        {
+            let raw = dom.raw_text(i);
+            // Pages often leave trailing commas or HTML comments in these blocks; a block that
+            // does not parse is skipped, never fatal.
+            if let Ok(v) = serde_json::from_str::<Value>(raw.trim()) {
+                visit(&v, &mut ld, 0);
+            }
+        }
+    }
+    ld
+}
+
+pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
+    let mut m = Metadata::default();
+    let mut metas: Vec<(String, &str)> = Vec::new();
+    let mut title_tag = None;
+    let mut h1 = None;
+    for i in 0..dom.nodes.len() as u32 {
+        match dom.node(i).tag {
+            Tag::Meta => {
+                let key = dom
+                    .attr(i, "property")
+                    .or_else(|| dom.attr(i, "name"))
+                    .or_else(|| dom.attr(i, "itemprop"))
+                    .map(|k| k.trim().to_ascii_lowercase());
+                if let (Some(k), Some(v)) = (key, dom.attr(i, "content")) {
+                    metas.push((k, v));
+                }
+            }
+            Tag::Title if title_tag.is_none() => title_tag = clean(&dom.raw_text(i)),
+            Tag::H1 if h1.is_none() => h1 = clean(&dom.raw_text(i)),
+            Tag::Link => {
+                let rel = dom.attr(i, "rel").unwrap_or("").to_ascii_lowercase();
+                if m.canonical.is_none() && rel.split_whitespace().any(|r| r == "canonical") {
+                    m.canonical = dom.attr(i, "href").and_then(clean);
+                }
+            }
+            Tag::Html if m.language.is_none() => m.language = dom.attr(i, "lang").and_then(clean),
+            Tag::Time if m.published.is_none() => {
+                if dom.attr(i, "itemprop") == Some("datePublished") {
+                    m.published = dom.attr(i, "datetime").and_then(clean);
+                }
+            }
+            _ => {}
+        }
+    }
+    let meta = |keys: &[&str]| {
+        keys.iter().find_map(|k| {
+            metas
+                .iter()
+                .find(|(mk, _)| mk == k)
+                .and_then(|(_, v)| clean(v))
+        })
+    };
+    m.title = meta(&["og:title", "twitter:title"])
+        .or_else(|| ld.headline.clone())
+        .or(title_tag)
+        .or(h1);
+    m.description = meta(&["description", "og:description", "twitter:description"])
+        .or_else(|| ld.description.clone());
+    m.author = meta(&["author", "article:author", "parsely-author", "dc.creator"])
+        .filter(|a| !a.starts_with("http"))
+        .or_else(|| ld.author.clone());
+    m.published = meta(&[
+        "article:published_time",
+        "datepublished",
+        "pubdate",
+        "publishdate",
+        "dc.date",
+        "date",
+    ])
+    .or_else(|| ld.published.clone())
+    .or(m.published);
+    m.modified = meta(&["article:modified_time", "og:updated_time", "datemodified"])
+        .or_else(|| ld.modified.clone());
+    m.language = m
+        .language
+        .or_else(|| meta(&["og:locale", "content-language", "language"]));
+    m.site_name = meta(&["og:site_name", "application-name"]).or_else(|| ld.publisher.clone());
+    m.jsonld_type = ld.types.first().cloned();
+    m.generator = meta(&["generator"]);
+    m
+}

@@ -1,0 +1,186 @@
+//! Main-content extraction: the page's own text without the site around it, as plain text
+//! and Markdown, with its metadata.
+//!
+//! The document is parsed once by html5ever (through `dom_query`), copied into a flat arena
+//! ([`dom::Dom`]), weighed ([`score`]) and written out ([`render`]).
+
+mod dom;
+mod hints;
+mod meta;
+mod render;
+mod score;
+mod tags;
+
+pub use meta::Metadata;
+pub use render::Mode;
+use serde::Serialize;
+use url::Url;
+
+/// Pages larger than this are cut before parsing: the tail of a 50 MB page is not its
+/// main content, and parsing time grows with the input.
+pub const MAX_HTML_BYTES: usize = 8 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PageType {
+    Article,
+    Forum,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Content {
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<String>,
+    #[serde(flatten)]
+    pub meta: Metadata,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub markdown: bool,
+    pub markdown_links: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            markdown: true,
+            markdown_links: false,
+        }
+    }
+}
+
+fn cut(html: &str) -> &str {
+    if html.len() <= MAX_HTML_BYTES {
+        return html;
+    }
+    let mut end = MAX_HTML_BYTES;
+    while !html.is_char_boundary(end) {
+        end -= 1;
+    }
+    &html[..end]
+}
+
+fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -> PageType {
+    let forum_types = [
+        "DiscussionForumPosting",
+        "QAPage",
+        "Question",
+        "SocialMediaPosting",
+    ];
+    if ld.types.iter().any(|t| forum_types.contains(&t.as_str())) {
+        return PageType::Forum;
+    }
+    if let Some(g) = &m.generator {
+        let g = g.to_ascii_lowercase();
+        if [
+            "discourse",
+            "vbulletin",
+            "phpbb",
+            "xenforo",
+            "invision",
+            "mybb",
+            "flarum",
+        ]
+        .iter()
+        .any(|k| g.contains(k))
+        {
+            return PageType::Forum;
+        }
+    }
+    if let Some(u) = url {
+        let path = u.path().to_ascii_lowercase();
+        let host = u.host_str().unwrap_or("").to_ascii_lowercase();
+        if host.starts_with("forum")
+            || host.starts_with("community")
+            || host.starts_with("discuss")
+            || [
+                "/forum",
+                "/forums/",
+                "/thread",
+                "/topic",
+                "/t/",
+                "/discussion",
+                "/questions/",
+                "/community/",
+            ]
+            .iter()
+            .any(|k| path.contains(k))
+        {
+            return PageType::Forum;
+        }
+    }
+    let microdata_posts = (0..d.nodes.len() as u32)
+        .filter(|&i| {
+            d.attr(i, "itemtype").is_some_and(|t| {
+                t.contains("DiscussionForumPosting")
+                    || t.ends_with("/Comment")
+                    || t.ends_with("/Answer")
+            })
+        })
+        .count();
+    if microdata_posts >= 2 {
+        return PageType::Forum;
+    }
+    PageType::Article
+}
+
+/// Extracts the main content of one HTML page. `url` resolves relative links in Markdown and
+/// helps recognise the kind of page. Never fails: a page with no content yields empty text.
+pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
+    let d = dom::Dom::parse(cut(html));
+    let ld = meta::json_ld(&d);
+    let meta = meta::metadata(&d, &ld);
+    let kind = page_type(url, &ld, &meta, &d);
+    let a = score::analyse(&d, kind == PageType::Forum);
+    let sel = score::select(&d, &a);
+    let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
+    let markdown = opts.markdown.then(|| {
+        render::Renderer::new(
+            &d,
+            &sel.dropped,
+            Mode::Markdown {
+                links: opts.markdown_links,
+            },
+            url,
+        )
+        .render(&sel.roots)
+    });
+    Content {
+        text,
+        markdown,
+        meta,
+    }
+}
+
+/// Why the extractor chose what it chose: the best-scoring boxes and the kept roots. For
+/// tuning and bug reports, not a stable format.
+#[doc(hidden)]
+pub fn explain(html: &str, url: Option<&Url>) -> String {
+    let d = dom::Dom::parse(cut(html));
+    let ld = meta::json_ld(&d);
+    let meta = meta::metadata(&d, &ld);
+    let kind = page_type(url, &ld, &meta, &d);
+    let a = score::analyse(&d, kind == PageType::Forum);
+    let sel = score::select(&d, &a);
+    let mut out = format!("type {kind:?}, roots {:?}\n", sel.roots);
+    let mut cands: Vec<(f32, u32)> = (0..d.nodes.len() as u32)
+        .filter(|&i| !a.dead[i as usize] && d.node(i).tag.is_block())
+        .map(|i| (score::net(&d, &a, i), i))
+        .collect();
+    cands.sort_by(|x, y| y.0.total_cmp(&x.0));
+    for (s, i) in cands.iter().take(12) {
+        let n = d.node(*i);
+        let iu = *i as usize;
+        out.push_str(&format!(
+            "{i:6} {:?} [{}] net {s:.0} good {:.0} bad {:.0} chars {} links {} parent {}\n",
+            n.tag, n.hint, a.good[iu], a.bad[iu], a.chars[iu], a.link_chars[iu], n.parent
+        ));
+    }
+    for &r in &sel.roots {
+        let n = d.node(r);
+        out.push_str(&format!("root {r} {:?} [{}]\n", n.tag, n.hint));
+    }
+    out
+}

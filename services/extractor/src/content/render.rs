@@ -1,0 +1,416 @@
+//! Writes the kept boxes as plain text or Markdown. Whitespace is collapsed outside `<pre>`;
+//! blocks become lines and paragraphs; lists, tables and code keep their shape.
+
+use super::dom::Dom;
+use super::tags::Tag;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Text,
+    Markdown { links: bool },
+}
+
+/// Deeper than this, a subtree is written as flat text: hostile pages nest boxes by the
+/// hundred thousand, and the renderer recurses.
+const MAX_DEPTH: usize = 200;
+
+pub struct Renderer<'a> {
+    dom: &'a Dom,
+    dropped: &'a [bool],
+    mode: Mode,
+    base: Option<&'a url::Url>,
+}
+
+impl<'a> Renderer<'a> {
+    pub fn new(dom: &'a Dom, dropped: &'a [bool], mode: Mode, base: Option<&'a url::Url>) -> Self {
+        Renderer {
+            dom,
+            dropped,
+            mode,
+            base,
+        }
+    }
+
+    fn md(&self) -> bool {
+        matches!(self.mode, Mode::Markdown { .. })
+    }
+
+    pub fn render(&self, roots: &[u32]) -> String {
+        let mut out = String::new();
+        for &r in roots {
+            let mut s = String::new();
+            self.node(r, &mut s, 0, false, 0);
+            out.push_str(&s);
+            out.push_str("\n\n");
+        }
+        tidy(&out)
+    }
+
+    fn children(&self, i: u32, out: &mut String, depth: usize, pre: bool, list: usize) {
+        for c in self.dom.children(i) {
+            self.node(c, out, depth + 1, pre, list);
+        }
+    }
+
+    fn node(&self, i: u32, out: &mut String, depth: usize, pre: bool, list: usize) {
+        if self.dropped[i as usize] {
+            return;
+        }
+        let dom = self.dom;
+        let tag = dom.node(i).tag;
+        if tag == Tag::Text {
+            let t = dom.text_of(i);
+            if pre {
+                out.push_str(t);
+            } else {
+                push_collapsed(out, t);
+            }
+            return;
+        }
+        if depth > MAX_DEPTH {
+            for j in i..dom.subtree_end(i) {
+                if dom.node(j).tag == Tag::Text && !self.dropped[j as usize] {
+                    push_collapsed(out, dom.text_of(j));
+                }
+            }
+            return;
+        }
+        let md = self.md();
+        match tag {
+            Tag::Br => out.push('\n'),
+            Tag::Hr => para(out),
+            Tag::Img => {
+                if md && let Some(alt) = dom.attr(i, "alt").filter(|a| !a.trim().is_empty()) {
+                    out.push_str(&format!(" ![{}]", alt.trim()));
+                }
+            }
+            Tag::H1 | Tag::H2 | Tag::H3 | Tag::H4 | Tag::H5 | Tag::H6 => {
+                let mut s = String::new();
+                self.children(i, &mut s, depth, false, list);
+                let s = one_line(&s);
+                if !s.is_empty() {
+                    para(out);
+                    if md {
+                        let level = tag.heading_level().unwrap_or(1) as usize;
+                        out.push_str(&"#".repeat(level));
+                        out.push(' ');
+                    }
+                    out.push_str(&s);
+                    para(out);
+                }
+            }
+            Tag::Pre => {
+                let mut s = String::new();
+                self.children(i, &mut s, depth, true, list);
+                let s = s.trim_matches('\n');
+                if !s.trim().is_empty() {
+                    para(out);
+                    if md {
+                        let fence = if s.contains("```") { "~~~" } else { "```" };
+                        out.push_str(fence);
+                        out.push_str(&self.code_language(i));
+                        out.push('\n');
+                        out.push_str(s);
+                        out.push('\n');
+                        out.push_str(fence);
+                    } else {
+                        out.push_str(s);
+                    }
+                    para(out);
+                }
+            }
+            Tag::Code | Tag::Kbd | Tag::Samp | Tag::Tt if md && !pre => {
+                let mut s = String::new();
+                self.children(i, &mut s, depth, false, list);
+                let t = s.trim();
+                if !t.is_empty() {
+                    let tick = if t.contains('`') { "``" } else { "`" };
+                    out.push_str(&format!("{tick}{t}{tick}"));
+                }
+            }
+            Tag::B | Tag::Strong if md && !pre => self.wrap(i, out, depth, list, "**"),
+            Tag::I | Tag::Em if md && !pre => self.wrap(i, out, depth, list, "*"),
+            Tag::A if !pre => {
+                let mut s = String::new();
+                self.children(i, &mut s, depth, false, list);
+                let links = matches!(self.mode, Mode::Markdown { links: true });
+                let href = dom.attr(i, "href").and_then(|h| self.resolve(h));
+                match href {
+                    Some(h) if links && !s.trim().is_empty() => {
+                        out.push_str(&format!("[{}]({})", s.trim(), h))
+                    }
+                    _ => out.push_str(&s),
+                }
+            }
+            Tag::Ul | Tag::Ol | Tag::Menu => {
+                newline(out);
+                let mut n = dom
+                    .attr(i, "start")
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .unwrap_or(1);
+                for c in dom.children(i) {
+                    if self.dropped[c as usize] {
+                        continue;
+                    }
+                    if dom.node(c).tag == Tag::Li {
+                        let mut s = String::new();
+                        self.children(c, &mut s, depth + 1, pre, list + 1);
+                        let s = tidy(&s);
+                        if s.is_empty() {
+                            continue;
+                        }
+                        let marker = if tag == Tag::Ol && md {
+                            let m = format!("{n}. ");
+                            n += 1;
+                            m
+                        } else {
+                            "- ".to_string()
+                        };
+                        newline(out);
+                        let indent = "  ".repeat(list);
+                        for (k, line) in s.lines().enumerate() {
+                            if k == 0 {
+                                out.push_str(&indent);
+                                out.push_str(&marker);
+                            } else if !line.is_empty() {
+                                out.push_str(&indent);
+                                out.push_str("  ");
+                            }
+                            out.push_str(line);
+                            out.push('\n');
+                        }
+                    } else {
+                        self.node(c, out, depth + 1, pre, list);
+                    }
+                }
+                newline(out);
+            }
+            Tag::Table => self.table(i, out, depth, list),
+            Tag::Blockquote => {
+                let mut s = String::new();
+                self.children(i, &mut s, depth, pre, list);
+                let s = tidy(&s);
+                if !s.is_empty() {
+                    para(out);
+                    for line in s.lines() {
+                        if md {
+                            out.push_str(if line.is_empty() { ">" } else { "> " });
+                        }
+                        out.push_str(line);
+                        out.push('\n');
+                    }
+                    para(out);
+                }
+            }
+            Tag::P | Tag::Figure | Tag::Figcaption | Tag::Details | Tag::Address => {
+                para(out);
+                self.children(i, out, depth, pre, list);
+                para(out);
+            }
+            t if t.is_block() => {
+                newline(out);
+                self.children(i, out, depth, pre, list);
+                newline(out);
+            }
+            _ => self.children(i, out, depth, pre, list),
+        }
+    }
+
+    fn wrap(&self, i: u32, out: &mut String, depth: usize, list: usize, mark: &str) {
+        let mut s = String::new();
+        self.children(i, &mut s, depth, false, list);
+        let t = s.trim();
+        if t.is_empty() || t.contains('\n') {
+            out.push_str(&s);
+            return;
+        }
+        if s.starts_with(' ') {
+            out.push(' ');
+        }
+        out.push_str(mark);
+        out.push_str(t);
+        out.push_str(mark);
+        if s.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+
+    fn resolve(&self, href: &str) -> Option<String> {
+        let href = href.trim();
+        if href.is_empty() || href.starts_with('#') || href.starts_with("javascript:") {
+            return None;
+        }
+        match self.base {
+            Some(b) => b.join(href).ok().map(|u| u.to_string()),
+            None => Some(href.to_string()),
+        }
+    }
+
+    fn code_language(&self, pre: u32) -> String {
+        let dom = self.dom;
+        let mut candidates = vec![pre];
+        candidates.extend(dom.children(pre).filter(|&c| dom.node(c).tag == Tag::Code));
+        for c in candidates {
+            let class = dom.attr(c, "class").unwrap_or("");
+            for t in class.split_whitespace() {
+                for p in ["language-", "lang-", "highlight-source-", "highlight-"] {
+                    if let Some(l) = t.strip_prefix(p)
+                        && !l.is_empty()
+                        && l.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "+-#_".contains(c))
+                    {
+                        return l.to_ascii_lowercase();
+                    }
+                }
+            }
+        }
+        String::new()
+    }
+
+    fn table(&self, i: u32, out: &mut String, depth: usize, list: usize) {
+        let dom = self.dom;
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let end = dom.subtree_end(i);
+        let mut j = i + 1;
+        while j < end {
+            let n = dom.node(j);
+            if n.tag == Tag::Table {
+                // A nested table is laid out as text inside its cell.
+                j = dom.subtree_end(j);
+                continue;
+            }
+            if n.tag == Tag::Tr && !self.dropped[j as usize] {
+                let mut row = Vec::new();
+                for c in dom.children(j) {
+                    let ct = dom.node(c).tag;
+                    if (ct == Tag::Td || ct == Tag::Th) && !self.dropped[c as usize] {
+                        let mut s = String::new();
+                        self.children(c, &mut s, depth + 1, false, list);
+                        row.push(one_line(&s).replace('|', "\\|"));
+                    }
+                }
+                if row.iter().any(|c| !c.is_empty()) {
+                    rows.push(row);
+                }
+                j = dom.subtree_end(j);
+                continue;
+            }
+            j += 1;
+        }
+        if rows.is_empty() {
+            return;
+        }
+        para(out);
+        let md = self.md();
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+        // Layout tables (one column) are just blocks of text.
+        if width <= 1 || !md {
+            for row in &rows {
+                let cells: Vec<&str> = row
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|c| !c.is_empty())
+                    .collect();
+                out.push_str(&cells.join(if md { " " } else { " | " }));
+                out.push('\n');
+            }
+        } else {
+            for (k, row) in rows.iter().enumerate() {
+                out.push('|');
+                for c in 0..width {
+                    out.push(' ');
+                    out.push_str(row.get(c).map(String::as_str).unwrap_or(""));
+                    out.push_str(" |");
+                }
+                out.push('\n');
+                if k == 0 {
+                    out.push('|');
+                    for _ in 0..width {
+                        out.push_str("---|");
+                    }
+                    out.push('\n');
+                }
+            }
+        }
+        para(out);
+    }
+}
+
+fn push_collapsed(out: &mut String, t: &str) {
+    let mut space = out.ends_with([' ', '\n']) || out.is_empty();
+    for c in t.chars() {
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+                space = true;
+            }
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+}
+
+fn newline(out: &mut String) {
+    while out.ends_with(' ') {
+        out.pop();
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+}
+
+fn para(out: &mut String) {
+    newline(out);
+    if !out.is_empty() && !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Trims trailing spaces, drops leading spaces outside code, and keeps at most one blank line.
+pub fn tidy(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut blank = false;
+    let mut fence = false;
+    for line in s.lines() {
+        let l = line.trim_end();
+        let is_fence = l.starts_with("```") || l.starts_with("~~~");
+        if l.trim().is_empty() && !fence {
+            blank = !out.is_empty();
+            continue;
+        }
+        if blank {
+            out.push('\n');
+            blank = false;
+        }
+        out.push_str(if fence {
+            l
+        } else {
+            l.trim_start_matches(' ').trim_start_matches('\u{a0}')
+        });
+        // Keep list indentation.
+        if !fence
+            && l.starts_with(' ')
+            && (l.trim_start().starts_with("- ")
+                || l.trim_start()
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit()))
+        {
+            out.truncate(out.len() - l.trim_start_matches(' ').trim_start_matches('\u{a0}').len());
+            out.push_str(l);
+        }
+        out.push('\n');
+        if is_fence {
+            fence = !fence;
+        }
+    }
+    while out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}

@@ -1,0 +1,306 @@
+//! Finds the main content. Every text block (the inline text owned by its nearest block box)
+//! is weighed: long running text counts for the box, link-heavy text against it, short text
+//! is neutral. The main content is the box whose subtree has the best balance of the two
+//! (a maximum-sum subtree, with a bonus for boxes that say what they are), plus sibling
+//! boxes that are clearly content too. Chrome that announces itself (navigation, footers,
+//! hidden boxes, `class="sidebar"`) is removed before weighing.
+
+use super::dom::{Dom, NONE};
+use super::hints::{Hint, classify};
+use super::tags::Tag;
+
+/// Per-node facts, indexed like [`Dom::nodes`].
+pub struct Analysis {
+    pub dead: Vec<bool>,
+    /// Nearest block box owning this node's inline text (for text nodes and inline elements).
+    pub owner: Vec<u32>,
+    pub chars: Vec<u32>,
+    pub link_chars: Vec<u32>,
+    /// Text owned directly by a block (not by nested blocks).
+    pub own_chars: Vec<u32>,
+    pub own_link_chars: Vec<u32>,
+    pub own_punct: Vec<u32>,
+    pub own_links: Vec<u32>,
+    pub good: Vec<f32>,
+    pub bad: Vec<f32>,
+    pub forum: bool,
+}
+
+pub struct Selection {
+    /// Roots of the kept subtrees, in document order.
+    pub roots: Vec<u32>,
+    /// Nodes inside the roots that are dropped all the same.
+    pub dropped: Vec<bool>,
+}
+
+fn is_hidden(dom: &Dom, i: u32) -> bool {
+    if dom.attr(i, "hidden").is_some() {
+        return true;
+    }
+    if dom.attr(i, "aria-hidden") == Some("true") {
+        return true;
+    }
+    if let Some(style) = dom.attr(i, "style") {
+        let s: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if s.contains("display:none") || s.contains("visibility:hidden") {
+            return true;
+        }
+    }
+    false
+}
+
+fn count_text(s: &str) -> (u32, u32) {
+    let mut chars = 0;
+    let mut punct = 0;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            continue;
+        }
+        chars += 1;
+        if matches!(
+            c,
+            '.' | ',' | ';' | '!' | '?' | '。' | '，' | '、' | '！' | '？' | '：'
+        ) {
+            punct += 1;
+        }
+    }
+    (chars, punct)
+}
+
+/// Chrome by element name: always removed unless it holds most of the page.
+fn is_chrome_tag(tag: Tag) -> bool {
+    matches!(
+        tag,
+        Tag::Nav | Tag::Footer | Tag::Aside | Tag::Header | Tag::Menu
+    )
+}
+
+fn is_structural_main(dom: &Dom, i: u32) -> bool {
+    let n = dom.node(i);
+    matches!(n.tag, Tag::Article | Tag::Main)
+        || dom.attr(i, "role") == Some("main")
+        || matches!(
+            dom.attr(i, "itemprop"),
+            Some("articleBody") | Some("text") | Some("reviewBody") | Some("mainContentOfPage")
+        )
+}
+
+/// Counts the text each block owns and weighs it, then sums the weights up the tree.
+fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
+    let n = dom.nodes.len();
+    for v in [
+        &mut a.chars,
+        &mut a.link_chars,
+        &mut a.own_chars,
+        &mut a.own_link_chars,
+        &mut a.own_punct,
+        &mut a.own_links,
+    ] {
+        v.iter_mut().for_each(|x| *x = 0);
+    }
+    a.good.iter_mut().for_each(|x| *x = 0.0);
+    a.bad.iter_mut().for_each(|x| *x = 0.0);
+    for i in 0..n {
+        if a.dead[i] {
+            continue;
+        }
+        let node = &dom.nodes[i];
+        let o = a.owner[i] as usize;
+        if node.tag == Tag::Text {
+            let (c, p) = count_text(dom.text_of(i as u32));
+            a.own_chars[o] += c;
+            a.own_punct[o] += p;
+            a.chars[i] = c;
+            if in_link[i] {
+                a.own_link_chars[o] += c;
+                a.link_chars[i] = c;
+            }
+        } else if node.tag == Tag::A {
+            a.own_links[o] += 1;
+        }
+    }
+    for i in 0..n {
+        if a.dead[i] || !dom.nodes[i].tag.is_block() {
+            continue;
+        }
+        let own = a.own_chars[i] as f32;
+        if own == 0.0 {
+            continue;
+        }
+        let ld = a.own_link_chars[i] as f32 / own;
+        if ld > 0.5 {
+            a.bad[i] = own;
+        } else if (own >= 80.0 || (own >= 25.0 && a.own_punct[i] > 0)) && ld < 0.34 {
+            a.good[i] = own * (1.0 - ld);
+        } else if ld >= 0.34 {
+            a.bad[i] = own * ld;
+        }
+    }
+    for i in (1..n).rev() {
+        let p = dom.nodes[i].parent;
+        if p == NONE || a.dead[i] {
+            continue;
+        }
+        let p = p as usize;
+        a.chars[p] += a.chars[i];
+        a.link_chars[p] += a.link_chars[i];
+        a.good[p] += a.good[i];
+        a.bad[p] += a.bad[i];
+    }
+}
+
+pub fn analyse(dom: &Dom, forum: bool) -> Analysis {
+    let n = dom.nodes.len();
+    let mut a = Analysis {
+        dead: vec![false; n],
+        owner: vec![NONE; n],
+        chars: vec![0; n],
+        link_chars: vec![0; n],
+        own_chars: vec![0; n],
+        own_link_chars: vec![0; n],
+        own_punct: vec![0; n],
+        own_links: vec![0; n],
+        good: vec![0.0; n],
+        bad: vec![0.0; n],
+        forum,
+    };
+    let mut in_link = vec![false; n];
+    let mut hint = vec![Hint::Neutral; n];
+    let mut has_main = vec![false; n];
+    // Pass 1, document order: inherited facts.
+    for i in 0..n {
+        let node = &dom.nodes[i];
+        let p = node.parent;
+        let (pdead, plink, powner) = if p == NONE {
+            (false, false, 0)
+        } else {
+            (a.dead[p as usize], in_link[p as usize], a.owner[p as usize])
+        };
+        a.dead[i] = pdead
+            || node.tag.is_never_content()
+            || (node.tag != Tag::Text && is_hidden(dom, i as u32));
+        in_link[i] = plink || node.tag == Tag::A;
+        a.owner[i] = if node.tag.is_block() || node.tag == Tag::Root {
+            i as u32
+        } else {
+            powner
+        };
+        if node.tag != Tag::Text && !a.dead[i] {
+            if matches!(node.tag, Tag::Html | Tag::Body | Tag::Main | Tag::Article)
+                || is_structural_main(dom, i as u32)
+            {
+                has_main[i] = true;
+            } else {
+                hint[i] = match node.tag {
+                    Tag::Nav | Tag::Footer | Tag::Menu => Hint::Strong,
+                    Tag::Header | Tag::Aside => Hint::Negative,
+                    _ => classify(&node.hint, forum),
+                };
+            }
+        }
+    }
+    for i in (1..n).rev() {
+        let p = dom.nodes[i].parent;
+        if p != NONE && has_main[i] {
+            has_main[p as usize] = true;
+        }
+    }
+    // A first weighing without the hints guards against a misnamed wrapper taking the
+    // content with it.
+    weigh(dom, &mut a, &in_link);
+    let total = a.good[0].max(1.0);
+    for i in 0..n {
+        let share = a.good[i] / total;
+        let remove = match hint[i] {
+            Hint::Strong => share < 0.7,
+            Hint::Negative => share < 0.3,
+            _ => false,
+        };
+        // The main box's own markup outranks a class name on one of its ancestors.
+        if remove && !(has_main[i] && share > 0.1) {
+            a.dead[i] = true;
+        }
+        let p = dom.nodes[i].parent;
+        if p != NONE && a.dead[p as usize] {
+            a.dead[i] = true;
+        }
+    }
+    weigh(dom, &mut a, &in_link);
+    a
+}
+
+pub fn net(dom: &Dom, a: &Analysis, i: u32) -> f32 {
+    let iu = i as usize;
+    let mut s = a.good[iu] - a.bad[iu];
+    if is_structural_main(dom, i) || classify(&dom.node(i).hint, a.forum) == Hint::Positive {
+        s += 0.25 * a.good[iu];
+    }
+    s
+}
+
+pub fn select(dom: &Dom, a: &Analysis) -> Selection {
+    let n = dom.nodes.len();
+    let mut best = 0u32;
+    let mut best_score = f32::MIN;
+    for i in 0..n as u32 {
+        let iu = i as usize;
+        if a.dead[iu] || !dom.node(i).tag.is_block() {
+            continue;
+        }
+        let s = net(dom, a, i);
+        if s >= best_score {
+            best_score = s;
+            best = i;
+        }
+    }
+    let mut roots = vec![best];
+    // Siblings that are clearly content too (a split article body, posts beside the first).
+    let parent = dom.node(best).parent;
+    if parent != NONE {
+        let top = a.good[best as usize];
+        let mut merged = Vec::new();
+        for s in dom.children(parent) {
+            if s == best {
+                merged.push(s);
+                continue;
+            }
+            let su = s as usize;
+            if a.dead[su] {
+                continue;
+            }
+            let g = a.good[su];
+            if g > 0.0 && g - a.bad[su] > (0.15 * top).max(40.0) {
+                merged.push(s);
+            }
+        }
+        roots = merged;
+    }
+    let mut dropped = vec![false; n];
+    for &r in &roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if a.dead[ju] {
+                dropped[ju] = true;
+                continue;
+            }
+            // Menus and tag lists inside the content: many short links and little else.
+            let node = dom.node(j);
+            if node.tag.is_block() && a.chars[ju] > 0 {
+                let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
+                let links = a.own_links[ju].max(1) as f32;
+                if ld > 0.6 && (a.own_link_chars[ju] as f32 / links) < 25.0 && a.good[ju] == 0.0 {
+                    dropped[ju] = true;
+                }
+            }
+            let p = node.parent;
+            if p != NONE && dropped[p as usize] {
+                dropped[ju] = true;
+            }
+        }
+    }
+    Selection { roots, dropped }
+}
