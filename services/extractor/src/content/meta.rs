@@ -18,6 +18,8 @@ pub struct Metadata {
     pub site_name: Option<String>,
     pub jsonld_type: Option<String>,
     pub generator: Option<String>,
+    #[serde(skip)]
+    pub og_type: Option<String>,
 }
 
 /// What JSON-LD blocks say, gathered once.
@@ -190,5 +192,6 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
     m.site_name = meta(&["og:site_name", "application-name"]).or_else(|| ld.publisher.clone());
     m.jsonld_type = ld.types.first().cloned();
     m.generator = meta(&["generator"]);
+    m.og_type = meta(&["og:type"]).map(|t| t.to_ascii_lowercase());
     m
 }

@@ -23,8 +23,10 @@ pub const MAX_HTML_BYTES: usize = 8 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PageType {
+    /// The page says it is an article (Open Graph or JSON-LD).
     Article,
     Forum,
+    Other,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -123,7 +125,15 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -
     if microdata_posts >= 2 {
         return PageType::Forum;
     }
-    PageType::Article
+    let article = m.og_type.as_deref() == Some("article")
+        || ld.types.iter().any(|t| {
+            t.ends_with("Article") || t == "BlogPosting" || t == "Report" || t == "LiveBlogPosting"
+        });
+    if article {
+        PageType::Article
+    } else {
+        PageType::Other
+    }
 }
 
 /// Extracts the main content of one HTML page. `url` resolves relative links in Markdown and
@@ -133,7 +143,7 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let ld = meta::json_ld(&d);
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
-    let a = score::analyse(&d, kind == PageType::Forum);
+    let a = score::analyse(&d, kind);
     let sel = score::select(&d, &a);
     let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
     let markdown = opts.markdown.then(|| {
@@ -162,7 +172,7 @@ pub fn explain(html: &str, url: Option<&Url>) -> String {
     let ld = meta::json_ld(&d);
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
-    let a = score::analyse(&d, kind == PageType::Forum);
+    let a = score::analyse(&d, kind);
     let sel = score::select(&d, &a);
     let mut out = format!("type {kind:?}, roots {:?}\n", sel.roots);
     let mut cands: Vec<(f32, u32)> = (0..d.nodes.len() as u32)

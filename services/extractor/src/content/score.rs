@@ -24,6 +24,7 @@ pub struct Analysis {
     pub good: Vec<f32>,
     pub bad: Vec<f32>,
     pub forum: bool,
+    pub article: bool,
 }
 
 pub struct Selection {
@@ -153,7 +154,8 @@ fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
     }
 }
 
-pub fn analyse(dom: &Dom, forum: bool) -> Analysis {
+pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
+    let forum = kind == super::PageType::Forum;
     let n = dom.nodes.len();
     let mut a = Analysis {
         dead: vec![false; n],
@@ -167,6 +169,7 @@ pub fn analyse(dom: &Dom, forum: bool) -> Analysis {
         good: vec![0.0; n],
         bad: vec![0.0; n],
         forum,
+        article: kind == super::PageType::Article,
     };
     let mut in_link = vec![false; n];
     let mut hint = vec![Hint::Neutral; n];
@@ -213,20 +216,37 @@ pub fn analyse(dom: &Dom, forum: bool) -> Analysis {
     // content with it.
     weigh(dom, &mut a, &in_link);
     let total = a.good[0].max(1.0);
-    for i in 0..n {
-        let share = a.good[i] / total;
-        let remove = match hint[i] {
-            Hint::Strong => share < 0.7,
-            Hint::Negative => share < 0.3,
-            _ => false,
-        };
-        // The main box's own markup outranks a class name on one of its ancestors.
-        if remove && !(has_main[i] && share > 0.1) {
-            a.dead[i] = true;
+    let base_dead = a.dead.clone();
+    // Class names are a convention, not a contract: page builders put every block inside a
+    // "widget". When the hints would remove most of the good text, trust fewer of them.
+    for level in [Hint::Negative, Hint::Strong, Hint::Positive] {
+        a.dead.copy_from_slice(&base_dead);
+        for i in 0..n {
+            let share = a.good[i] / total;
+            let remove = match hint[i] {
+                Hint::Strong if level != Hint::Positive => share < 0.7,
+                Hint::Negative if level == Hint::Negative => share < 0.3,
+                _ => false,
+            };
+            // The main box's own markup outranks a class name on one of its ancestors.
+            if remove && !(has_main[i] && share > 0.1) {
+                a.dead[i] = true;
+            }
+            let p = dom.nodes[i].parent;
+            if p != NONE && a.dead[p as usize] {
+                a.dead[i] = true;
+            }
         }
-        let p = dom.nodes[i].parent;
-        if p != NONE && a.dead[p as usize] {
-            a.dead[i] = true;
+        let kept: f32 = (0..n)
+            .filter(|&i| !a.dead[i] && dom.nodes[i].tag.is_block())
+            .map(|i| a.own_chars[i] as f32 - a.own_link_chars[i] as f32)
+            .sum();
+        let all: f32 = (0..n)
+            .filter(|&i| !base_dead[i] && dom.nodes[i].tag.is_block())
+            .map(|i| a.own_chars[i] as f32 - a.own_link_chars[i] as f32)
+            .sum();
+        if kept >= 0.1 * all && kept >= 300.0 {
+            break;
         }
     }
     weigh(dom, &mut a, &in_link);
@@ -240,6 +260,51 @@ pub fn net(dom: &Dom, a: &Analysis, i: u32) -> f32 {
         s += 0.25 * a.good[iu];
     }
     s
+}
+
+/// Whether a box declares itself the content: by element, role, microdata or class.
+fn is_declared(dom: &Dom, a: &Analysis, i: u32) -> bool {
+    is_structural_main(dom, i) || classify(&dom.node(i).hint, a.forum) == Hint::Positive
+}
+
+/// The best-balanced box often includes teasers, comments or a list of other stories beside
+/// the text; when a box inside it declares itself the content and holds a fair share of the
+/// good text, that box is the content. Not when it is one of several alike (posts, cards).
+fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
+    let top = a.good[best as usize];
+    let mut max_good = 0.0f32;
+    let mut cands: Vec<u32> = Vec::new();
+    for i in best + 1..dom.subtree_end(best) {
+        let iu = i as usize;
+        if a.dead[iu] || a.good[iu] < 0.3 * top || !dom.node(i).tag.is_block() {
+            continue;
+        }
+        if !is_structural_main(dom, i) || has_alike_siblings(dom, a, i) {
+            continue;
+        }
+        max_good = max_good.max(a.good[iu]);
+        cands.push(i);
+    }
+    // The deepest of those holding (almost) the most text: wrappers add titles and bylines.
+    cands
+        .into_iter()
+        .rfind(|&i| a.good[i as usize] >= 0.9 * max_good)
+        .unwrap_or(best)
+}
+
+fn has_alike_siblings(dom: &Dom, a: &Analysis, i: u32) -> bool {
+    let n = dom.node(i);
+    if n.parent == NONE {
+        return false;
+    }
+    let g = a.good[i as usize];
+    dom.children(n.parent).any(|s| {
+        s != i
+            && !a.dead[s as usize]
+            && dom.node(s).tag == n.tag
+            && a.good[s as usize] >= 0.3 * g
+            && a.good[s as usize] > 0.0
+    })
 }
 
 pub fn select(dom: &Dom, a: &Analysis) -> Selection {
@@ -257,6 +322,7 @@ pub fn select(dom: &Dom, a: &Analysis) -> Selection {
             best = i;
         }
     }
+    let best = descend(dom, a, best);
     let mut roots = vec![best];
     // Siblings that are clearly content too (a split article body, posts beside the first).
     let parent = dom.node(best).parent;
