@@ -292,6 +292,28 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         .unwrap_or(best)
 }
 
+fn listing_share() -> f32 {
+    std::env::var("TRAWL_X1").ok().and_then(|v| v.parse().ok()).unwrap_or(0.35)
+}
+fn cover_share() -> f32 {
+    std::env::var("TRAWL_X2").ok().and_then(|v| v.parse().ok()).unwrap_or(0.8)
+}
+
+/// Listings, catalogues and link-heavy pages have little running text anywhere: their
+/// content is the items. With the chrome already removed, the smallest box holding most of
+/// the remaining text is the content.
+fn covering(dom: &Dom, a: &Analysis) -> u32 {
+    let need = cover_share() * a.chars[0] as f32;
+    let mut pick = 0u32;
+    for i in 0..dom.nodes.len() as u32 {
+        let iu = i as usize;
+        if !a.dead[iu] && dom.node(i).tag.is_block() && a.chars[iu] as f32 >= need {
+            pick = i;
+        }
+    }
+    pick
+}
+
 fn has_alike_siblings(dom: &Dom, a: &Analysis, i: u32) -> bool {
     let n = dom.node(i);
     if n.parent == NONE {
@@ -322,7 +344,11 @@ pub fn select(dom: &Dom, a: &Analysis) -> Selection {
             best = i;
         }
     }
-    let best = descend(dom, a, best);
+    let best = if a.good[best as usize] < listing_share() * a.chars[0] as f32 {
+        covering(dom, a)
+    } else {
+        descend(dom, a, best)
+    };
     let mut roots = vec![best];
     // Siblings that are clearly content too (a split article body, posts beside the first).
     let parent = dom.node(best).parent;
