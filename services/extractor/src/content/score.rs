@@ -344,7 +344,9 @@ pub fn select(dom: &Dom, a: &Analysis) -> Selection {
             best = i;
         }
     }
-    let best = if a.good[best as usize] < listing_share() * a.chars[0] as f32 {
+    let listing = !is_structural_main(dom, best)
+        && a.good[best as usize] < listing_share() * a.chars[0] as f32;
+    let best = if listing {
         covering(dom, a)
     } else {
         descend(dom, a, best)
