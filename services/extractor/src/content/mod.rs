@@ -144,7 +144,7 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a);
+    let sel = score::select(&d, &a, meta.title.as_deref());
     let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
     let markdown = opts.markdown.then(|| {
         render::Renderer::new(
@@ -173,7 +173,7 @@ pub fn explain(html: &str, url: Option<&Url>) -> String {
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a);
+    let sel = score::select(&d, &a, meta.title.as_deref());
     let mut out = format!("type {kind:?}, roots {:?}\n", sel.roots);
     let mut cands: Vec<(f32, u32)> = (0..d.nodes.len() as u32)
         .filter(|&i| !a.dead[i as usize] && d.node(i).tag.is_block())

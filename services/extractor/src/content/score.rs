@@ -199,7 +199,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
                 has_main[i] = true;
             } else {
                 hint[i] = match node.tag {
-                    Tag::Nav | Tag::Footer | Tag::Menu => Hint::Strong,
+                    Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Strong,
                     Tag::Header | Tag::Aside => Hint::Negative,
                     _ => classify(&node.hint, forum),
                 };
@@ -329,7 +329,7 @@ fn has_alike_siblings(dom: &Dom, a: &Analysis, i: u32) -> bool {
     })
 }
 
-pub fn select(dom: &Dom, a: &Analysis) -> Selection {
+pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
     let n = dom.nodes.len();
     let mut best = 0u32;
     let mut best_score = f32::MIN;
@@ -387,6 +387,16 @@ pub fn select(dom: &Dom, a: &Analysis) -> Selection {
                 let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
                 let links = a.own_links[ju].max(1) as f32;
                 if ld > 0.6 && (a.own_link_chars[ju] as f32 / links) < 25.0 && a.good[ju] == 0.0 {
+                    dropped[ju] = true;
+                }
+            }
+            // The headline is the title, not the text.
+            if node.tag == Tag::H1
+                && let Some(t) = title
+            {
+                let h = dom.raw_text(j);
+                let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !h.is_empty() && (t.contains(&h) || h.contains(t)) {
                     dropped[ju] = true;
                 }
             }
