@@ -292,6 +292,88 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         .unwrap_or(best)
 }
 
+fn trim_edges() -> bool {
+    std::env::var("TRAWL_X3").map(|v| v != "0").unwrap_or(true)
+}
+
+/// Labels that sit alone in a block inside article text.
+const LABELS: &[&str] = &[
+    "advertisement", "advertisment", "ad", "ads", "caption", "sponsored", "iklan", "anzeige",
+    "publicité", "story continues below advertisement", "continue reading below",
+    "article continues below advertisement", "scroll to continue", "related",
+    "related articles", "read more", "share", "share this", "share this article",
+];
+
+fn words(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+/// Bylines, dates, "Comments are closed", "Related articles": short blocks before the first
+/// and after the last block of running text are the frame of the article, not its text.
+fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
+    // Leaf blocks only: dropping a block drops everything inside it.
+    let mut blocks: Vec<u32> = Vec::new();
+    for &r in roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if !dropped[ju] && !a.dead[ju] && dom.node(j).tag.is_block() && a.own_chars[ju] > 0 {
+                if let Some(&last) = blocks.last()
+                    && dom.is_ancestor(last, j)
+                {
+                    blocks.pop();
+                }
+                blocks.push(j);
+            }
+        }
+    }
+    // Each block's own text (its inline descendants, not nested blocks), gathered once.
+    let mut own: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    for &r in roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if dom.node(j).tag == Tag::Text && !dropped[ju] && !a.dead[ju] {
+                let o = own.entry(a.owner[ju]).or_default();
+                o.push_str(dom.text_of(j));
+                o.push(' ');
+            }
+        }
+    }
+    let text_of = |b: u32| -> &str { own.get(&b).map(String::as_str).unwrap_or("") };
+    let is_good = |b: u32| a.good[b as usize] > 0.0 && {
+        let own = a.own_chars[b as usize] as f32;
+        own > 0.0 && (a.own_link_chars[b as usize] as f32 / own) < 0.34 && own >= 25.0
+    };
+    for &b in &blocks {
+        let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
+        if LABELS.contains(&t.as_str()) {
+            dropped[b as usize] = true;
+        }
+    }
+    let own_good = |b: u32| {
+        let own = a.own_chars[b as usize] as f32;
+        is_good(b) && (own >= 80.0 || a.own_punct[b as usize] > 0)
+    };
+    for &b in &blocks {
+        if own_good(b) {
+            break;
+        }
+        if dom.node(b).tag.heading_level().is_some() {
+            continue;
+        }
+        if words(text_of(b)) < 12 {
+            dropped[b as usize] = true;
+        }
+    }
+    for &b in blocks.iter().rev() {
+        if own_good(b) {
+            break;
+        }
+        if words(text_of(b)) < 12 {
+            dropped[b as usize] = true;
+        }
+    }
+}
+
 fn listing_share() -> f32 {
     std::env::var("TRAWL_X1").ok().and_then(|v| v.parse().ok()).unwrap_or(0.35)
 }
@@ -405,6 +487,9 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
                 dropped[ju] = true;
             }
         }
+    }
+    if !a.forum && !listing && trim_edges() {
+        trim(dom, a, &roots, &mut dropped);
     }
     Selection { roots, dropped }
 }
