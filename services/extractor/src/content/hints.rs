@@ -169,6 +169,8 @@ fn tokens(hint: &str) -> impl Iterator<Item = &str> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hint {
+    /// Chrome by element name (`<nav>`, `<footer>`): removed unless it holds the main box.
+    Chrome,
     /// Chrome whatever else the box says.
     Strong,
     /// Chrome unless the box also calls itself content.

@@ -186,7 +186,9 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
         a.dead[i] = pdead
             || node.tag.is_never_content()
             || (node.tag != Tag::Text && is_hidden(dom, i as u32));
-        in_link[i] = plink || node.tag == Tag::A;
+        // Text in blocks inside a link (a card wrapped in `<a>`) is the card's text, not
+        // anchor text.
+        in_link[i] = !node.tag.is_block() && (plink || node.tag == Tag::A);
         a.owner[i] = if node.tag.is_block() || node.tag == Tag::Root {
             i as u32
         } else {
@@ -199,7 +201,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
                 has_main[i] = true;
             } else {
                 hint[i] = match node.tag {
-                    Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Strong,
+                    Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Chrome,
                     Tag::Header | Tag::Aside => Hint::Negative,
                     _ => classify(&node.hint, forum),
                 };
@@ -224,6 +226,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
         for i in 0..n {
             let share = a.good[i] / total;
             let remove = match hint[i] {
+                Hint::Chrome => true,
                 Hint::Strong if level != Hint::Positive => share < 0.7,
                 Hint::Negative if level == Hint::Negative => share < 0.3,
                 _ => false,
