@@ -125,7 +125,8 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -
     if microdata_posts >= 2 {
         return PageType::Forum;
     }
-    let article = m.og_type.as_deref() == Some("article")
+    // Site generators stamp og:type=article on every page; a publication date says more.
+    let article = (m.og_type.as_deref() == Some("article") && m.published.is_some())
         || ld.types.iter().any(|t| {
             t.ends_with("Article") || t == "BlogPosting" || t == "Report" || t == "LiveBlogPosting"
         });

@@ -188,7 +188,9 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             || (node.tag != Tag::Text && is_hidden(dom, i as u32));
         // Text in blocks inside a link (a card wrapped in `<a>`) is the card's text, not
         // anchor text.
-        in_link[i] = !node.tag.is_block() && (plink || node.tag == Tag::A);
+        // On article pages, cards are teasers for other articles and count as links.
+        in_link[i] = (kind == super::PageType::Article || !node.tag.is_block())
+            && (plink || node.tag == Tag::A);
         a.owner[i] = if node.tag.is_block() || node.tag == Tag::Root {
             i as u32
         } else {
@@ -259,6 +261,10 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
 pub fn net(dom: &Dom, a: &Analysis, i: u32) -> f32 {
     let iu = i as usize;
     let mut s = a.good[iu] - a.bad[iu];
+    let tag = dom.node(i).tag;
+    if tag == Tag::Html || tag == Tag::Body {
+        return s;
+    }
     if is_structural_main(dom, i) || classify(&dom.node(i).hint, a.forum) == Hint::Positive {
         s += 0.25 * a.good[iu];
     }
