@@ -183,9 +183,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
         } else {
             (a.dead[p as usize], in_link[p as usize], a.owner[p as usize])
         };
-        a.dead[i] = pdead
-            || node.tag.is_never_content()
-            || (node.tag != Tag::Text && is_hidden(dom, i as u32));
+        a.dead[i] = pdead || node.tag.is_never_content();
         // Text in blocks inside a link (a card wrapped in `<a>`) is the card's text, not
         // anchor text.
         // On article pages, cards are teasers for other articles and count as links.
@@ -201,6 +199,10 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
                 || is_structural_main(dom, i as u32)
             {
                 has_main[i] = true;
+            } else if is_hidden(dom, i as u32) {
+                // Hidden, unless it is most of the page: streaming renderers park the whole
+                // document in a hidden box that a script reveals.
+                hint[i] = Hint::Strong;
             } else {
                 hint[i] = match node.tag {
                     Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Chrome,
