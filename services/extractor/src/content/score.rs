@@ -174,6 +174,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
     let mut in_link = vec![false; n];
     let mut hint = vec![Hint::Neutral; n];
     let mut has_main = vec![false; n];
+    let mut hidden = vec![false; n];
     // Pass 1, document order: inherited facts.
     for i in 0..n {
         let node = &dom.nodes[i];
@@ -200,9 +201,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             {
                 has_main[i] = true;
             } else if is_hidden(dom, i as u32) {
-                // Hidden, unless it is most of the page: streaming renderers park the whole
-                // document in a hidden box that a script reveals.
-                hint[i] = Hint::Strong;
+                hidden[i] = true;
             } else {
                 hint[i] = match node.tag {
                     Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Chrome,
@@ -220,6 +219,16 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
     }
     // A first weighing without the hints guards against a misnamed wrapper taking the
     // content with it.
+    weigh(dom, &mut a, &in_link);
+    // Hidden boxes go, unless they are most of the page: streaming renderers park the whole
+    // document in a hidden box that a script reveals.
+    let all_good = a.good[0].max(1.0);
+    for i in 0..n {
+        let p = dom.nodes[i].parent;
+        if (hidden[i] && a.good[i] / all_good < 0.5) || (p != NONE && a.dead[p as usize]) {
+            a.dead[i] = true;
+        }
+    }
     weigh(dom, &mut a, &in_link);
     let total = a.good[0].max(1.0);
     let base_dead = a.dead.clone();
