@@ -483,9 +483,10 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
                 dropped[ju] = true;
                 continue;
             }
-            // Menus and tag lists inside the content: many short links and little else.
+            // Menus and tag lists inside the content: many short links and little else. On
+            // listings the links are the items.
             let node = dom.node(j);
-            if node.tag.is_block() && a.chars[ju] > 0 {
+            if !listing && node.tag.is_block() && a.chars[ju] > 0 {
                 let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
                 let links = a.own_links[ju].max(1) as f32;
                 if ld > 0.6 && (a.own_link_chars[ju] as f32 / links) < 25.0 && a.good[ju] == 0.0 {
