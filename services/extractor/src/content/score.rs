@@ -446,8 +446,10 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
             best = i;
         }
     }
-    let listing = !is_structural_main(dom, best)
-        && a.good[best as usize] < listing_share() * a.chars[0] as f32;
+    // An article page needs far less running text in its best box to count as a list.
+    let share = if a.article { 0.15 } else { listing_share() };
+    let listing =
+        !is_structural_main(dom, best) && a.good[best as usize] < share * a.chars[0] as f32;
     let best = if listing {
         covering(dom, a)
     } else {
