@@ -115,11 +115,9 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -
     }
     let microdata_posts = (0..d.nodes.len() as u32)
         .filter(|&i| {
-            d.attr(i, "itemtype").is_some_and(|t| {
-                t.contains("DiscussionForumPosting")
-                    || t.ends_with("/Comment")
-                    || t.ends_with("/Answer")
-            })
+            // Not schema.org/Comment: blogs mark up their comment sections with it.
+            d.attr(i, "itemtype")
+                .is_some_and(|t| t.contains("DiscussionForumPosting") || t.ends_with("/Answer"))
         })
         .count();
     if microdata_posts >= 2 {

@@ -292,11 +292,14 @@ fn is_declared(dom: &Dom, a: &Analysis, i: u32) -> bool {
 /// good text, that box is the content. Not when it is one of several alike (posts, cards).
 fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
     let top = a.good[best as usize];
+    // Outside articles the text beside the declared box (specs, features, items) is as
+    // likely content as not.
+    let need = if a.article { 0.3 } else { descend_share() };
     let mut max_good = 0.0f32;
     let mut cands: Vec<u32> = Vec::new();
     for i in best + 1..dom.subtree_end(best) {
         let iu = i as usize;
-        if a.dead[iu] || a.good[iu] < 0.3 * top || !dom.node(i).tag.is_block() {
+        if a.dead[iu] || a.good[iu] < need * top || !dom.node(i).tag.is_block() {
             continue;
         }
         if !is_structural_main(dom, i) || has_alike_siblings(dom, a, i) {
@@ -318,10 +321,25 @@ fn trim_edges() -> bool {
 
 /// Labels that sit alone in a block inside article text.
 const LABELS: &[&str] = &[
-    "advertisement", "advertisment", "ad", "ads", "caption", "sponsored", "iklan", "anzeige",
-    "publicité", "story continues below advertisement", "continue reading below",
-    "article continues below advertisement", "scroll to continue", "related",
-    "related articles", "read more", "share", "share this", "share this article",
+    "advertisement",
+    "advertisment",
+    "ad",
+    "ads",
+    "caption",
+    "sponsored",
+    "iklan",
+    "anzeige",
+    "publicité",
+    "story continues below advertisement",
+    "continue reading below",
+    "article continues below advertisement",
+    "scroll to continue",
+    "related",
+    "related articles",
+    "read more",
+    "share",
+    "share this",
+    "share this article",
 ];
 
 fn words(s: &str) -> usize {
@@ -359,9 +377,11 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
         }
     }
     let text_of = |b: u32| -> &str { own.get(&b).map(String::as_str).unwrap_or("") };
-    let is_good = |b: u32| a.good[b as usize] > 0.0 && {
-        let own = a.own_chars[b as usize] as f32;
-        own > 0.0 && (a.own_link_chars[b as usize] as f32 / own) < 0.34 && own >= 25.0
+    let is_good = |b: u32| {
+        a.good[b as usize] > 0.0 && {
+            let own = a.own_chars[b as usize] as f32;
+            own > 0.0 && (a.own_link_chars[b as usize] as f32 / own) < 0.34 && own >= 25.0
+        }
     };
     for &b in &blocks {
         let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
@@ -394,11 +414,24 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
     }
 }
 
+fn descend_share() -> f32 {
+    std::env::var("TRAWL_X4")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.5)
+}
+
 fn listing_share() -> f32 {
-    std::env::var("TRAWL_X1").ok().and_then(|v| v.parse().ok()).unwrap_or(0.35)
+    std::env::var("TRAWL_X1")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.35)
 }
 fn cover_share() -> f32 {
-    std::env::var("TRAWL_X2").ok().and_then(|v| v.parse().ok()).unwrap_or(0.8)
+    std::env::var("TRAWL_X2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.8)
 }
 
 /// Listings, catalogues and link-heavy pages have little running text anywhere: their
