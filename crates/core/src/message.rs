@@ -105,6 +105,12 @@ pub struct PageRecord {
     pub fetched_at: String,
     pub title: Option<String>,
     pub text: String,
+    /// The main content as Markdown (headings, lists, code, tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<String>,
+    /// What the page says about itself: author, dates, language, canonical URL.
+    #[serde(default, skip_serializing_if = "PageMeta::is_empty")]
+    pub meta: PageMeta,
     pub links_found: usize,
     /// Bytes received for this URL, all hops, as transferred.
     pub wire_bytes: u64,
@@ -121,6 +127,35 @@ pub struct PageRecord {
     pub distance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
+}
+
+/// Page metadata from `<head>`, Open Graph, microdata and JSON-LD. The title is on the
+/// record itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PageMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_name: Option<String>,
+    /// The first schema.org `@type` of the page's JSON-LD (`NewsArticle`, `Product`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jsonld_type: Option<String>,
+}
+
+impl PageMeta {
+    pub fn is_empty(&self) -> bool {
+        *self == PageMeta::default()
+    }
 }
 
 /// `trawl.docs` envelope.

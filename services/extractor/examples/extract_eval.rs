@@ -41,6 +41,7 @@ fn main() -> anyhow::Result<()> {
     let opts = Options {
         markdown: false,
         markdown_links: false,
+        links: false,
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args[2])?);
     let mut total_cpu = 0.0;

@@ -9,7 +9,7 @@ mod worker;
 use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
 use url::Url;
 
-pub use html::{ExtractError, Extracted, extract_html};
+pub use html::{Extracted, extract_html};
 pub use worker::run_worker;
 
 /// What one fetched response becomes.
@@ -47,21 +47,14 @@ pub fn process(f: &Fetched) -> Processed {
         match f.job.kind {
             UrlKind::Page => {
                 let html = String::from_utf8_lossy(&f.body);
-                let base = Url::parse(&f.final_url).ok();
-                match base.map(|b| extract_html(&html, &b)) {
-                    Some(Ok(e)) => {
-                        page.title = e.title;
-                        page.text = e.text;
-                        urls.extend(found(e.links, f.job.depth + 1, UrlKind::Page));
-                        urls.extend(found(e.feeds, f.job.depth + 1, UrlKind::Feed));
-                    }
-                    Some(Err(e)) => {
-                        page.error = Some(trawl_core::FetchFailure {
-                            kind: "extract".into(),
-                            message: e.to_string(),
-                        })
-                    }
-                    None => {}
+                if let Ok(base) = Url::parse(&f.final_url) {
+                    let e = extract_html(&html, &base);
+                    page.title = e.title;
+                    page.text = e.text;
+                    page.markdown = e.markdown.filter(|m| !m.is_empty());
+                    page.meta = e.meta;
+                    urls.extend(found(e.links, f.job.depth + 1, UrlKind::Page));
+                    urls.extend(found(e.feeds, f.job.depth + 1, UrlKind::Feed));
                 }
             }
             UrlKind::Sitemap | UrlKind::Feed => {

@@ -28,12 +28,44 @@ fn html_extraction_never_panics() {
     let url = Url::parse("http://h/dir/page.html").unwrap();
     let mut with_text = 0;
     each_mutation(&[PAGE], 4000, |m| {
-        if let Ok(e) = extract_html(&String::from_utf8_lossy(m), &url) {
-            with_text += usize::from(!e.text.is_empty());
-        }
+        let e = extract_html(&String::from_utf8_lossy(m), &url);
+        with_text += usize::from(!e.text.is_empty());
     });
     // Most mutations leave readable text: the harness is exercising real parsing.
     assert!(with_text > 2000, "{with_text}");
+}
+
+#[test]
+fn deep_nesting_and_huge_pages_return() {
+    let url = Url::parse("http://h/").unwrap();
+    // 100,000 nested boxes: the parser, scorer and renderer must not recurse that deep.
+    let deep = format!(
+        "<body>{}<p>deep text, with a comma.</p>{}</body>",
+        "<div>".repeat(100_000),
+        "</div>".repeat(100_000)
+    );
+    let e = extract_html(&deep, &url);
+    assert!(
+        e.text.contains("deep text"),
+        "{}",
+        &e.text[..e.text.len().min(200)]
+    );
+    let nested_lists = format!(
+        "<body>{}x{}</body>",
+        "<ul><li>".repeat(20_000),
+        "</li></ul>".repeat(20_000)
+    );
+    let _ = extract_html(&nested_lists, &url);
+    let tables = format!("<body>{}</body>", "<table><tr><td>".repeat(20_000));
+    let _ = extract_html(&tables, &url);
+    // Past the size cap the page is cut, not refused.
+    let para = "<p>A paragraph of running text, long enough to count as content here.</p>";
+    let huge = format!(
+        "<body><article>{}</article></body>",
+        para.repeat(9 << 20 >> 6)
+    );
+    let e = extract_html(&huge, &url);
+    assert!(e.text.starts_with("A paragraph"));
 }
 
 #[test]

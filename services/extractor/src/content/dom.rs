@@ -52,7 +52,7 @@ const KEPT_ATTRS: &[&str] = &[
     "id",
     "colspan",
     "start",
-    "data-testid",
+    "http-equiv",
 ];
 
 impl Dom {

@@ -213,7 +213,7 @@ pub fn classify(hint: &str, forum: bool) -> Hint {
     match (strong, neg, pos) {
         (true, _, _) => Hint::Strong,
         (false, true, false) => Hint::Negative,
-        (false, _, true) => Hint::Positive,
+        (false, false, true) => Hint::Positive,
         _ => Hint::Neutral,
     }
 }
@@ -224,7 +224,8 @@ mod tests {
 
     #[test]
     fn tokens_and_compounds() {
-        assert_eq!(classify("post-sidebar__inner", false), Hint::Neutral);
+        assert_eq!(classify("post-sidebar__inner", false), Hint::Strong);
+        assert_eq!(classify("post-body__inner", false), Hint::Positive);
         assert_eq!(classify("widget-area sidebar", false), Hint::Strong);
         assert_eq!(classify("relatedposts", false), Hint::Strong);
         assert_eq!(classify("article-body", false), Hint::Positive);

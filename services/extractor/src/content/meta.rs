@@ -1,24 +1,20 @@
 //! Page metadata from `<head>` tags, Open Graph, schema.org microdata and JSON-LD.
 
-use serde::Serialize;
 use serde_json::Value;
+use trawl_core::PageMeta;
 
 use super::dom::Dom;
 use super::tags::Tag;
 
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+/// The page's metadata, with the title, plus what the extractor reads from it but does not
+/// report.
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Metadata {
     pub title: Option<String>,
-    pub description: Option<String>,
-    pub author: Option<String>,
-    pub published: Option<String>,
-    pub modified: Option<String>,
-    pub language: Option<String>,
-    pub canonical: Option<String>,
-    pub site_name: Option<String>,
-    pub jsonld_type: Option<String>,
+    /// The title as the head states it (not taken from the first `<h1>`).
+    pub head_title: Option<String>,
+    pub page: PageMeta,
     pub generator: Option<String>,
-    #[serde(skip)]
     pub og_type: Option<String>,
 }
 
@@ -144,14 +140,16 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
             Tag::H1 if h1.is_none() => h1 = clean(&dom.raw_text(i)),
             Tag::Link => {
                 let rel = dom.attr(i, "rel").unwrap_or("").to_ascii_lowercase();
-                if m.canonical.is_none() && rel.split_whitespace().any(|r| r == "canonical") {
-                    m.canonical = dom.attr(i, "href").and_then(clean);
+                if m.page.canonical.is_none() && rel.split_whitespace().any(|r| r == "canonical") {
+                    m.page.canonical = dom.attr(i, "href").and_then(clean);
                 }
             }
-            Tag::Html if m.language.is_none() => m.language = dom.attr(i, "lang").and_then(clean),
-            Tag::Time if m.published.is_none() => {
+            Tag::Html if m.page.language.is_none() => {
+                m.page.language = dom.attr(i, "lang").and_then(clean)
+            }
+            Tag::Time if m.page.published.is_none() => {
                 if dom.attr(i, "itemprop") == Some("datePublished") {
-                    m.published = dom.attr(i, "datetime").and_then(clean);
+                    m.page.published = dom.attr(i, "datetime").and_then(clean);
                 }
             }
             _ => {}
@@ -165,16 +163,17 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
                 .and_then(|(_, v)| clean(v))
         })
     };
-    m.title = meta(&["og:title", "twitter:title"])
+    m.head_title = meta(&["og:title", "twitter:title"])
         .or_else(|| ld.headline.clone())
-        .or(title_tag)
-        .or(h1);
-    m.description = meta(&["description", "og:description", "twitter:description"])
+        .or(title_tag);
+    m.title = m.head_title.clone().or(h1);
+    let p = &mut m.page;
+    p.description = meta(&["description", "og:description", "twitter:description"])
         .or_else(|| ld.description.clone());
-    m.author = meta(&["author", "article:author", "parsely-author", "dc.creator"])
+    p.author = meta(&["author", "article:author", "parsely-author", "dc.creator"])
         .filter(|a| !a.starts_with("http"))
         .or_else(|| ld.author.clone());
-    m.published = meta(&[
+    p.published = meta(&[
         "article:published_time",
         "datepublished",
         "pubdate",
@@ -183,14 +182,15 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
         "date",
     ])
     .or_else(|| ld.published.clone())
-    .or(m.published);
-    m.modified = meta(&["article:modified_time", "og:updated_time", "datemodified"])
+    .or(p.published.take());
+    p.modified = meta(&["article:modified_time", "og:updated_time", "datemodified"])
         .or_else(|| ld.modified.clone());
-    m.language = m
+    p.language = p
         .language
+        .take()
         .or_else(|| meta(&["og:locale", "content-language", "language"]));
-    m.site_name = meta(&["og:site_name", "application-name"]).or_else(|| ld.publisher.clone());
-    m.jsonld_type = ld.types.first().cloned();
+    p.site_name = meta(&["og:site_name", "application-name"]).or_else(|| ld.publisher.clone());
+    p.jsonld_type = ld.types.first().cloned();
     m.generator = meta(&["generator"]);
     m.og_type = meta(&["og:type"]).map(|t| t.to_ascii_lowercase());
     m

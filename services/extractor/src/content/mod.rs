@@ -6,14 +6,16 @@
 
 mod dom;
 mod hints;
+mod links;
 mod meta;
 mod render;
 mod score;
 mod tags;
 
-pub use meta::Metadata;
+pub use links::Links;
 pub use render::Mode;
 use serde::Serialize;
+pub use trawl_core::PageMeta;
 use url::Url;
 
 /// Pages larger than this are cut before parsing: the tail of a 50 MB page is not its
@@ -29,19 +31,25 @@ pub enum PageType {
     Other,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// What one HTML page yields.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Content {
+    pub title: Option<String>,
+    /// The main content as plain text: paragraphs separated by blank lines.
     pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub markdown: Option<String>,
-    #[serde(flatten)]
-    pub meta: Metadata,
+    pub meta: PageMeta,
+    pub kind: Option<PageType>,
+    /// Present when [`extract`] was given the page's URL.
+    pub links: Option<Links>,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub markdown: bool,
     pub markdown_links: bool,
+    /// Collect the page's links (needs the page's URL).
+    pub links: bool,
 }
 
 impl Default for Options {
@@ -49,6 +57,7 @@ impl Default for Options {
         Options {
             markdown: true,
             markdown_links: false,
+            links: true,
         }
     }
 }
@@ -64,7 +73,7 @@ fn cut(html: &str) -> &str {
     &html[..end]
 }
 
-fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -> PageType {
+fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &meta::Metadata, d: &dom::Dom) -> PageType {
     let forum_types = [
         "DiscussionForumPosting",
         "QAPage",
@@ -124,7 +133,7 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -
         return PageType::Forum;
     }
     // Site generators stamp og:type=article on every page; a publication date says more.
-    let article = (m.og_type.as_deref() == Some("article") && m.published.is_some())
+    let article = (m.og_type.as_deref() == Some("article") && m.page.published.is_some())
         || ld.types.iter().any(|t| {
             t.ends_with("Article") || t == "BlogPosting" || t == "Report" || t == "LiveBlogPosting"
         });
@@ -135,15 +144,16 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &Metadata, d: &dom::Dom) -
     }
 }
 
-/// Extracts the main content of one HTML page. `url` resolves relative links in Markdown and
-/// helps recognise the kind of page. Never fails: a page with no content yields empty text.
+/// Extracts the main content of one HTML page. `url` resolves relative links and helps
+/// recognise the kind of page; with it, the page's links are collected too. Never fails: a
+/// page with no content yields empty text.
 pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let d = dom::Dom::parse(cut(html));
     let ld = meta::json_ld(&d);
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a, meta.title.as_deref());
+    let sel = score::select(&d, &a, meta.head_title.as_deref());
     let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
     let markdown = opts.markdown.then(|| {
         render::Renderer::new(
@@ -156,10 +166,18 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
         )
         .render(&sel.roots)
     });
+    let links = url.filter(|_| opts.links).map(|u| links::links(&d, u));
+    let mut page = meta.page;
+    if let (Some(u), Some(c)) = (url, page.canonical.as_deref()) {
+        page.canonical = u.join(c).ok().map(|c| c.to_string());
+    }
     Content {
+        title: meta.title,
         text,
         markdown,
-        meta,
+        meta: page,
+        kind: Some(kind),
+        links,
     }
 }
 
@@ -172,7 +190,7 @@ pub fn explain(html: &str, url: Option<&Url>) -> String {
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a, meta.title.as_deref());
+    let sel = score::select(&d, &a, meta.head_title.as_deref());
     let mut out = format!("type {kind:?}, roots {:?}\n", sel.roots);
     let mut cands: Vec<(f32, u32)> = (0..d.nodes.len() as u32)
         .filter(|&i| !a.dead[i as usize] && d.node(i).tag.is_block())

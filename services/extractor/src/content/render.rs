@@ -114,7 +114,9 @@ impl<'a> Renderer<'a> {
                         out.push('\n');
                         out.push_str(fence);
                     } else {
+                        out.push(PRE_START);
                         out.push_str(s);
+                        out.push(PRE_END);
                     }
                     para(out);
                 }
@@ -371,42 +373,56 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Mark preformatted text in plain-text output so that [`tidy`] leaves it alone
+/// (private-use characters: they cannot clash with page text, and tidy removes them).
+const PRE_START: char = '\u{E000}';
+const PRE_END: char = '\u{E001}';
+
 /// Trims trailing spaces, drops leading spaces outside code, and keeps at most one blank line.
 pub fn tidy(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut blank = false;
     let mut fence = false;
+    let mut pre = false;
     for line in s.lines() {
-        let l = line.trim_end();
+        let starts_pre = line.starts_with(PRE_START);
+        let ends_pre = line.contains(PRE_END);
+        let l: &str = &if starts_pre || ends_pre {
+            line.replace([PRE_START, PRE_END], "")
+        } else {
+            line.to_string()
+        };
+        let l = l.trim_end();
+        let verbatim = fence || pre || starts_pre;
         let is_fence = l.starts_with("```") || l.starts_with("~~~");
-        if l.trim().is_empty() && !fence {
+        if l.trim().is_empty() && !(verbatim && !ends_pre) {
             blank = !out.is_empty();
+            pre = pre || starts_pre;
+            if ends_pre {
+                pre = false;
+            }
             continue;
         }
         if blank {
             out.push('\n');
             blank = false;
         }
-        out.push_str(if fence {
-            l
-        } else {
-            l.trim_start_matches(' ').trim_start_matches('\u{a0}')
-        });
-        // Keep list indentation.
-        if !fence
-            && l.starts_with(' ')
-            && (l.trim_start().starts_with("- ")
-                || l.trim_start()
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_digit()))
-        {
-            out.truncate(out.len() - l.trim_start_matches(' ').trim_start_matches('\u{a0}').len());
-            out.push_str(l);
-        }
+        let trimmed = l.trim_start_matches([' ', '\u{a0}']);
+        let is_item = trimmed.starts_with("- ")
+            || trimmed
+                .split_once(". ")
+                .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty());
+        // Code keeps its indentation, and so do nested list items.
+        out.push_str(if verbatim || is_item { l } else { trimmed });
         out.push('\n');
-        if is_fence {
+        if is_fence && !pre {
             fence = !fence;
+        }
+        if starts_pre {
+            pre = true;
+        }
+        if ends_pre {
+            pre = false;
         }
     }
     while out.ends_with('\n') {

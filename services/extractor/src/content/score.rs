@@ -72,14 +72,6 @@ fn count_text(s: &str) -> (u32, u32) {
     (chars, punct)
 }
 
-/// Chrome by element name: always removed unless it holds most of the page.
-fn is_chrome_tag(tag: Tag) -> bool {
-    matches!(
-        tag,
-        Tag::Nav | Tag::Footer | Tag::Aside | Tag::Header | Tag::Menu
-    )
-}
-
 fn is_structural_main(dom: &Dom, i: u32) -> bool {
     let n = dom.node(i);
     matches!(n.tag, Tag::Article | Tag::Main)
@@ -282,11 +274,6 @@ pub fn net(dom: &Dom, a: &Analysis, i: u32) -> f32 {
     s
 }
 
-/// Whether a box declares itself the content: by element, role, microdata or class.
-fn is_declared(dom: &Dom, a: &Analysis, i: u32) -> bool {
-    is_structural_main(dom, i) || classify(&dom.node(i).hint, a.forum) == Hint::Positive
-}
-
 /// The best-balanced box often includes teasers, comments or a list of other stories beside
 /// the text; when a box inside it declares itself the content and holds a fair share of the
 /// good text, that box is the content. Not when it is one of several alike (posts, cards).
@@ -294,7 +281,7 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
     let top = a.good[best as usize];
     // Outside articles the text beside the declared box (specs, features, items) is as
     // likely content as not.
-    let need = if a.article { 0.3 } else { descend_share() };
+    let need = if a.article { 0.3 } else { DESCEND_SHARE };
     let mut max_good = 0.0f32;
     let mut cands: Vec<u32> = Vec::new();
     for i in best + 1..dom.subtree_end(best) {
@@ -313,10 +300,6 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         .into_iter()
         .rfind(|&i| a.good[i as usize] >= 0.9 * max_good)
         .unwrap_or(best)
-}
-
-fn trim_edges() -> bool {
-    std::env::var("TRAWL_X3").map(|v| v != "0").unwrap_or(true)
 }
 
 /// Labels that sit alone in a block inside article text.
@@ -414,31 +397,21 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
     }
 }
 
-fn descend_share() -> f32 {
-    std::env::var("TRAWL_X4")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.5)
-}
-
-fn listing_share() -> f32 {
-    std::env::var("TRAWL_X1")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.35)
-}
-fn cover_share() -> f32 {
-    std::env::var("TRAWL_X2")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.8)
-}
+/// Outside articles, a declared box must hold this share of the best box's good text to be
+/// preferred: the text beside it (specs, features, items) is as likely content as not.
+const DESCEND_SHARE: f32 = 0.5;
+/// A best box with less running text than this share of the page's text means a listing.
+const LISTING_SHARE: f32 = 0.35;
+/// ... or this share on a page that says it is an article.
+const ARTICLE_LISTING_SHARE: f32 = 0.15;
+/// The covering box holds this share of the text left after chrome removal.
+const COVER_SHARE: f32 = 0.8;
 
 /// Listings, catalogues and link-heavy pages have little running text anywhere: their
 /// content is the items. With the chrome already removed, the smallest box holding most of
 /// the remaining text is the content.
 fn covering(dom: &Dom, a: &Analysis) -> u32 {
-    let need = cover_share() * a.chars[0] as f32;
+    let need = COVER_SHARE * a.chars[0] as f32;
     let mut pick = 0u32;
     for i in 0..dom.nodes.len() as u32 {
         let iu = i as usize;
@@ -480,7 +453,11 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
         }
     }
     // An article page needs far less running text in its best box to count as a list.
-    let share = if a.article { 0.15 } else { listing_share() };
+    let share = if a.article {
+        ARTICLE_LISTING_SHARE
+    } else {
+        LISTING_SHARE
+    };
     let listing =
         !is_structural_main(dom, best) && a.good[best as usize] < share * a.chars[0] as f32;
     let best = if listing {
@@ -544,7 +521,7 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
             }
         }
     }
-    if !a.forum && !listing && trim_edges() {
+    if !a.forum && !listing {
         trim(dom, a, &roots, &mut dropped);
     }
     Selection { roots, dropped }

@@ -20,7 +20,7 @@ tags! {
     Base = "base", Script = "script", Style = "style", Noscript = "noscript",
     Template = "template", Svg = "svg", Math = "math", Canvas = "canvas", Iframe = "iframe",
     Object = "object", Embed = "embed", Video = "video", Audio = "audio", Source = "source",
-    Picture = "picture", Img = "img", Map = "map",
+    Picture = "picture", Img = "img", Map = "map", Area = "area",
     Form = "form", Input = "input", Button = "button", Select = "select", Option = "option",
     Textarea = "textarea", Label = "label", Fieldset = "fieldset", Legend = "legend",
     Dialog = "dialog",
@@ -135,13 +135,5 @@ impl Tag {
             Tag::H6 => Some(6),
             _ => None,
         }
-    }
-
-    /// Blocks that hold running text: where paragraph scores are counted.
-    pub fn is_paragraph(self) -> bool {
-        matches!(
-            self,
-            Tag::P | Tag::Pre | Tag::Td | Tag::Blockquote | Tag::Dd | Tag::Li | Tag::Summary
-        ) || self.heading_level().is_some()
     }
 }
