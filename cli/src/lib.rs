@@ -2,6 +2,7 @@
 //! display. The binary in `main.rs` is a thin command-line front.
 
 pub mod embedded;
+pub mod extract;
 pub mod options;
 pub mod progress;
 pub mod report;

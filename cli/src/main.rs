@@ -18,6 +18,9 @@ struct Cli {
 enum Command {
     /// Crawl from seed URLs in one process: fetch politely, extract, write the corpus.
     Crawl(CrawlOptions),
+    /// Extract the main content of saved HTML pages: one page as text, Markdown or JSON;
+    /// several as JSON Lines.
+    Extract(trawl::extract::ExtractOptions),
 }
 
 fn main() -> std::process::ExitCode {
@@ -29,6 +32,22 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    let opts = match cli.command {
+        Command::Extract(opts) => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            return match trawl::extract::run(&opts, &mut out) {
+                Ok(true) => std::process::ExitCode::SUCCESS,
+                // Some files could not be read; the others were written.
+                Ok(false) => std::process::ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
+        }
+        Command::Crawl(opts) => opts,
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -40,31 +59,27 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = rt.block_on(async {
-        match cli.command {
-            Command::Crawl(opts) => {
-                let (report, out) = trawl::crawl(opts).await?;
-                if report.interrupted {
-                    eprintln!("interrupted: the outputs hold what was done before the stop");
-                }
-                eprintln!(
-                    "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
-                    report.pages,
-                    report.elapsed_s,
-                    report.pages_per_s,
-                    report.robots_blocked,
-                    report.out_of_scope,
-                    report.errors.values().sum::<i64>()
-                );
-                eprintln!(
-                    "outputs: {} , {} , {} WARC file(s) in {}",
-                    out.pages.display(),
-                    out.report.display(),
-                    out.warc_files.len(),
-                    out.dir.join("warc").display()
-                );
-                anyhow::Ok(report.interrupted)
-            }
+        let (report, out) = trawl::crawl(opts).await?;
+        if report.interrupted {
+            eprintln!("interrupted: the outputs hold what was done before the stop");
         }
+        eprintln!(
+            "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
+            report.pages,
+            report.elapsed_s,
+            report.pages_per_s,
+            report.robots_blocked,
+            report.out_of_scope,
+            report.errors.values().sum::<i64>()
+        );
+        eprintln!(
+            "outputs: {} , {} , {} WARC file(s) in {}",
+            out.pages.display(),
+            out.report.display(),
+            out.warc_files.len(),
+            out.dir.join("warc").display()
+        );
+        anyhow::Ok(report.interrupted)
     });
     match result {
         // 130: the shell's code for a stop by SIGINT, so scripts can tell.

@@ -21,6 +21,8 @@ pub struct Analysis {
     pub own_link_chars: Vec<u32>,
     pub own_punct: Vec<u32>,
     pub own_links: Vec<u32>,
+    /// Links in the subtree.
+    pub links: Vec<u32>,
     pub good: Vec<f32>,
     pub bad: Vec<f32>,
     pub forum: bool,
@@ -92,6 +94,7 @@ fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
         &mut a.own_link_chars,
         &mut a.own_punct,
         &mut a.own_links,
+        &mut a.links,
     ] {
         v.iter_mut().for_each(|x| *x = 0);
     }
@@ -114,6 +117,7 @@ fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
             }
         } else if node.tag == Tag::A {
             a.own_links[o] += 1;
+            a.links[i] = 1;
         }
     }
     for i in 0..n {
@@ -141,6 +145,7 @@ fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
         let p = p as usize;
         a.chars[p] += a.chars[i];
         a.link_chars[p] += a.link_chars[i];
+        a.links[p] += a.links[i];
         a.good[p] += a.good[i];
         a.bad[p] += a.bad[i];
     }
@@ -158,6 +163,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
         own_link_chars: vec![0; n],
         own_punct: vec![0; n],
         own_links: vec![0; n],
+        links: vec![0; n],
         good: vec![0.0; n],
         bad: vec![0.0; n],
         forum,
@@ -167,6 +173,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
     let mut hint = vec![Hint::Neutral; n];
     let mut has_main = vec![false; n];
     let mut hidden = vec![false; n];
+    let mut in_code = vec![false; n];
     // Pass 1, document order: inherited facts.
     for i in 0..n {
         let node = &dom.nodes[i];
@@ -180,6 +187,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
         // Text in blocks inside a link (a card wrapped in `<a>`) is the card's text, not
         // anchor text.
         // On article pages, cards are teasers for other articles and count as links.
+        in_code[i] = (p != NONE && in_code[p as usize]) || matches!(node.tag, Tag::Pre | Tag::Code);
         in_link[i] = (kind == super::PageType::Article || !node.tag.is_block())
             && (plink || node.tag == Tag::A);
         a.owner[i] = if node.tag.is_block() || node.tag == Tag::Root {
@@ -194,7 +202,8 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
                 has_main[i] = true;
             } else if is_hidden(dom, i as u32) {
                 hidden[i] = true;
-            } else {
+            } else if !in_code[i] {
+                // Class names inside code are syntax highlighting (`token comment`).
                 hint[i] = match node.tag {
                     Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Chrome,
                     Tag::Header | Tag::Aside => Hint::Negative,
@@ -500,8 +509,9 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
             let node = dom.node(j);
             if !listing && node.tag.is_block() && a.chars[ju] > 0 {
                 let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
-                let links = a.own_links[ju].max(1) as f32;
-                if ld > 0.6 && (a.own_link_chars[ju] as f32 / links) < 25.0 && a.good[ju] == 0.0 {
+                let links = a.links[ju];
+                let avg = a.link_chars[ju] as f32 / links.max(1) as f32;
+                if ld > 0.6 && links >= 3 && avg < 15.0 && a.good[ju] == 0.0 {
                     dropped[ju] = true;
                 }
             }
