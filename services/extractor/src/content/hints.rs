@@ -188,8 +188,11 @@ pub fn classify(hint: &str, forum: bool) -> Hint {
     let mut strong = false;
     let mut neg = false;
     let mut pos = false;
+    // Page builders call every block a widget.
+    let builder =
+        hint.contains("elementor") || hint.contains("et_pb_") || hint.contains("wp-block");
     for t in tokens(hint) {
-        if t.len() > 40 {
+        if t.len() > 40 || (builder && t.starts_with("widget")) {
             continue;
         }
         if forum && DISCUSSION.contains(&t) {
@@ -239,6 +242,11 @@ mod tests {
         assert_eq!(classify("comment-list", false), Hint::Strong);
         assert_eq!(classify("comments-area post-comments", false), Hint::Strong);
         assert_eq!(classify("entry-meta", false), Hint::Neutral);
+        assert_eq!(
+            classify("widget_recent_entries widget", false),
+            Hint::Negative
+        );
+        assert_eq!(classify("elementor-widget-container", false), Hint::Neutral);
         assert_eq!(classify("comment-list", true), Hint::Positive);
     }
 }

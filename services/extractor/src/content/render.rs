@@ -47,9 +47,33 @@ impl<'a> Renderer<'a> {
     }
 
     fn children(&self, i: u32, out: &mut String, depth: usize, pre: bool, list: usize) {
+        let mut prev_element = false;
         for c in self.dom.children(i) {
+            let tag = self.dom.node(c).tag;
+            // Sibling inline boxes that a style sheet lays out apart (`<a>Lantern
+            // Parade</a><span>Quayside</span>`) would otherwise glue two words into one;
+            // a capital after a letter marks the seam. `<b>H</b>ello` stays one word.
+            if prev_element
+                && !pre
+                && tag != Tag::Text
+                && !tag.is_block()
+                && out.ends_with(|ch: char| ch.is_alphanumeric())
+                && self
+                    .first_char(c)
+                    .is_some_and(|ch| ch.is_uppercase() || ch.is_ascii_digit())
+            {
+                out.push(' ');
+            }
             self.node(c, out, depth + 1, pre, list);
+            prev_element = tag != Tag::Text;
         }
+    }
+
+    fn first_char(&self, i: u32) -> Option<char> {
+        let dom = self.dom;
+        (i..dom.subtree_end(i))
+            .filter(|&j| dom.node(j).tag == Tag::Text && !self.dropped[j as usize])
+            .find_map(|j| dom.text_of(j).trim_start().chars().next())
     }
 
     fn node(&self, i: u32, out: &mut String, depth: usize, pre: bool, list: usize) {
@@ -250,8 +274,14 @@ impl<'a> Renderer<'a> {
 
     fn code_language(&self, pre: u32) -> String {
         let dom = self.dom;
+        // Highlighters put the language on the `<pre>`, on its `<code>` or on a wrapper
+        // (`<div class="highlight-python">`).
         let mut candidates = vec![pre];
         candidates.extend(dom.children(pre).filter(|&c| dom.node(c).tag == Tag::Code));
+        let parent = dom.node(pre).parent;
+        if parent != super::dom::NONE {
+            candidates.push(parent);
+        }
         for c in candidates {
             let class = dom.attr(c, "class").unwrap_or("");
             for t in class.split_whitespace() {

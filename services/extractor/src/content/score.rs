@@ -262,7 +262,8 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             .filter(|&i| !base_dead[i] && dom.nodes[i].tag.is_block())
             .map(|i| a.own_chars[i] as f32 - a.own_link_chars[i] as f32)
             .sum();
-        if kept >= 0.1 * all && kept >= 300.0 {
+        // Small pages are judged by share alone.
+        if kept >= 0.1 * all && (kept >= 300.0 || kept >= 0.3 * all) {
             break;
         }
     }
