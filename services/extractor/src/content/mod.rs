@@ -8,6 +8,7 @@ mod dom;
 mod hints;
 mod links;
 mod meta;
+mod nesting;
 mod render;
 mod score;
 mod tags;
@@ -63,14 +64,11 @@ impl Default for Options {
 }
 
 fn cut(html: &str) -> &str {
-    if html.len() <= MAX_HTML_BYTES {
-        return html;
-    }
-    let mut end = MAX_HTML_BYTES;
+    let mut end = html.len().min(MAX_HTML_BYTES);
     while !html.is_char_boundary(end) {
         end -= 1;
     }
-    &html[..end]
+    nesting::cut_too_deep(&html[..end])
 }
 
 fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &meta::Metadata, d: &dom::Dom) -> PageType {
