@@ -27,7 +27,7 @@ version=$(git rev-parse --short HEAD 2>/dev/null || echo dev)
 pin() { if command -v taskset >/dev/null; then taskset -c 0 "$@"; else "$@"; fi; }
 
 for set in scrapinghub wcxb; do
-  preds="$OUT/$set/preds"
+  preds="$OUT/extraction-results/$set/preds"   # eval.py's cache layout
   mkdir -p "$preds"
   echo "== $set: peers ($PEERS), one worker on one CPU" >&2
   # --force: the peers' rows come from this run, not from an older cache.

@@ -2,7 +2,7 @@
 //! the scoring passes are plain loops over indices (children always follow their parent),
 //! with no reference counting or interior mutability on the hot path.
 
-use dom_query::{Document, NodeData, NodeRef};
+use dom_query::{Document, LocalName, NodeData, NodeRef, local_name};
 
 use super::tags::Tag;
 
@@ -28,32 +28,36 @@ pub struct Dom {
     pub attrs: Vec<(Box<str>, Box<str>)>,
 }
 
-/// Attributes kept from the parse; everything else is dropped.
-const KEPT_ATTRS: &[&str] = &[
-    "href",
-    "src",
-    "alt",
-    "title",
-    "lang",
-    "role",
-    "itemprop",
-    "itemtype",
-    "hidden",
-    "aria-hidden",
-    "aria-label",
-    "style",
-    "content",
-    "name",
-    "property",
-    "rel",
-    "type",
-    "datetime",
-    "class",
-    "id",
-    "colspan",
-    "start",
-    "http-equiv",
-];
+/// Attributes kept from the parse; everything else is dropped. Interned names compare as
+/// integers.
+fn kept(name: &LocalName) -> bool {
+    matches!(
+        *name,
+        local_name!("href")
+            | local_name!("src")
+            | local_name!("alt")
+            | local_name!("title")
+            | local_name!("lang")
+            | local_name!("role")
+            | local_name!("itemprop")
+            | local_name!("itemtype")
+            | local_name!("hidden")
+            | local_name!("aria-hidden")
+            | local_name!("aria-label")
+            | local_name!("style")
+            | local_name!("content")
+            | local_name!("name")
+            | local_name!("property")
+            | local_name!("rel")
+            | local_name!("type")
+            | local_name!("datetime")
+            | local_name!("class")
+            | local_name!("id")
+            | local_name!("colspan")
+            | local_name!("start")
+            | local_name!("http-equiv")
+    )
+}
 
 impl Dom {
     pub fn parse(html: &str) -> Dom {
@@ -125,10 +129,10 @@ impl Dom {
                 let start = self.attrs.len() as u32;
                 let mut hint = String::new();
                 for a in &el.attrs {
-                    let name: &str = &a.name.local;
-                    if !KEPT_ATTRS.contains(&name) {
+                    if !kept(&a.name.local) {
                         continue;
                     }
+                    let name: &str = &a.name.local;
                     if name == "class" || name == "id" {
                         if !hint.is_empty() {
                             hint.push(' ');

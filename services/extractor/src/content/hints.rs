@@ -3,107 +3,112 @@
 //! also match inside compounds (`relatedposts`), short ones only as whole tokens (`ad`).
 
 /// Chrome that is never the main content, whatever else the box says of itself.
-const STRONG: &[&str] = &[
-    "ad",
-    "ads",
-    "adv",
-    "advert",
-    "advertisement",
-    "nav",
-    "navbar",
-    "menu",
-    "menus",
-    "footer",
-    "sidebar",
-    "share",
-    "sharing",
-    "social",
-    "related",
-    "promo",
-    "promos",
-    "popup",
-    "modal",
-    "cookie",
-    "cookies",
-    "consent",
-    "gdpr",
-    "newsletter",
-    "subscribe",
-    "subscription",
-    "signup",
-    "login",
-    "breadcrumb",
-    "breadcrumbs",
-    "pagination",
-    "pager",
-    "sponsor",
-    "sponsored",
-    "outbrain",
-    "taboola",
-    "comment",
-    "comments",
-    "disqus",
-    "respond",
-    "recommended",
-    "recommendations",
-    "recirc",
-    "trending",
-    "tagcloud",
-    "skip",
-    "offcanvas",
-    "drawer",
-    "overlay",
-    "paywall",
-    "cart",
-];
+fn is_strong(t: &str) -> bool {
+    matches!(
+        t,
+        "ad" | "ads"
+            | "adv"
+            | "advert"
+            | "advertisement"
+            | "nav"
+            | "navbar"
+            | "menu"
+            | "menus"
+            | "footer"
+            | "sidebar"
+            | "share"
+            | "sharing"
+            | "social"
+            | "related"
+            | "promo"
+            | "promos"
+            | "popup"
+            | "modal"
+            | "cookie"
+            | "cookies"
+            | "consent"
+            | "gdpr"
+            | "newsletter"
+            | "subscribe"
+            | "subscription"
+            | "signup"
+            | "login"
+            | "breadcrumb"
+            | "breadcrumbs"
+            | "pagination"
+            | "pager"
+            | "sponsor"
+            | "sponsored"
+            | "outbrain"
+            | "taboola"
+            | "comment"
+            | "comments"
+            | "disqus"
+            | "respond"
+            | "recommended"
+            | "recommendations"
+            | "recirc"
+            | "trending"
+            | "tagcloud"
+            | "skip"
+            | "offcanvas"
+            | "drawer"
+            | "overlay"
+            | "paywall"
+            | "cart"
+    )
+}
 /// Usually chrome, unless the same box also calls itself content.
-const WEAK: &[&str] = &[
-    "header",
-    "masthead",
-    "aside",
-    "widget",
-    "widgets",
-    "tags",
-    "byline",
-    "dateline",
-    "author",
-    "bio",
-    "disclaimer",
-    "copyright",
-    "legal",
-    "topbar",
-    "toc",
-    "more",
-    "callout",
-    "rail",
-    "meta",
-    "caption",
-    "credit",
-    "credits",
-    "timestamp",
-    "tools",
-    "utility",
-    "actions",
-    "alert",
-    "notice",
-    "teaser",
-    "teasers",
-    "carousel",
-    "slider",
-    "filter",
-    "filters",
-    "facet",
-    "facets",
-    "sort",
-    "search",
-    "account",
-    "announcement",
-    "print",
-    "reply",
-    "discuss",
-    "banner",
-    "foot",
-];
+fn is_weak(t: &str) -> bool {
+    matches!(
+        t,
+        "header"
+            | "masthead"
+            | "aside"
+            | "widget"
+            | "widgets"
+            | "tags"
+            | "byline"
+            | "dateline"
+            | "author"
+            | "bio"
+            | "disclaimer"
+            | "copyright"
+            | "legal"
+            | "topbar"
+            | "toc"
+            | "more"
+            | "callout"
+            | "rail"
+            | "meta"
+            | "caption"
+            | "credit"
+            | "credits"
+            | "timestamp"
+            | "tools"
+            | "utility"
+            | "actions"
+            | "alert"
+            | "notice"
+            | "teaser"
+            | "teasers"
+            | "carousel"
+            | "slider"
+            | "filter"
+            | "filters"
+            | "facet"
+            | "facets"
+            | "sort"
+            | "search"
+            | "account"
+            | "announcement"
+            | "print"
+            | "reply"
+            | "discuss"
+            | "banner"
+            | "foot"
+    )
+}
 const NEGATIVE_INFIX: &[&str] = &[
     "sidebar",
     "related",
@@ -129,38 +134,55 @@ const NEGATIVE_INFIX: &[&str] = &[
     "taboola",
     "consent",
 ];
-const POSITIVE: &[&str] = &[
-    "article",
-    "content",
-    "entry",
-    "main",
-    "post",
-    "text",
-    "body",
-    "story",
-    "blog",
-    "prose",
-    "markdown",
-    "documentation",
-    "docs",
-    "description",
-    "answer",
-    "question",
-    "message",
-    "thread",
-    "topic",
-    "review",
-    "recipe",
-    "product",
-    "detail",
-    "details",
-    "richtext",
-];
+fn is_positive(t: &str) -> bool {
+    matches!(
+        t,
+        "article"
+            | "content"
+            | "entry"
+            | "main"
+            | "post"
+            | "text"
+            | "body"
+            | "story"
+            | "blog"
+            | "prose"
+            | "markdown"
+            | "documentation"
+            | "docs"
+            | "description"
+            | "answer"
+            | "question"
+            | "message"
+            | "thread"
+            | "topic"
+            | "review"
+            | "recipe"
+            | "product"
+            | "detail"
+            | "details"
+            | "richtext"
+    )
+}
 /// Tokens that mean "the conversation" on forums, where the conversation is the content.
-const DISCUSSION: &[&str] = &[
-    "comment", "comments", "discuss", "reply", "replies", "respond", "post", "posts", "message",
-    "answer", "answers", "thread", "topic",
-];
+fn is_discussion(t: &str) -> bool {
+    matches!(
+        t,
+        "comment"
+            | "comments"
+            | "discuss"
+            | "reply"
+            | "replies"
+            | "respond"
+            | "post"
+            | "posts"
+            | "message"
+            | "answer"
+            | "answers"
+            | "thread"
+            | "topic"
+    )
+}
 
 fn tokens(hint: &str) -> impl Iterator<Item = &str> {
     hint.split(|c: char| !c.is_ascii_alphanumeric())
@@ -190,20 +212,20 @@ pub fn classify(hint: &str, forum: bool) -> Hint {
     let mut pos = false;
     // Page builders call every block a widget.
     let builder =
-        hint.contains("elementor") || hint.contains("et_pb_") || hint.contains("wp-block");
+        || hint.contains("elementor") || hint.contains("et_pb_") || hint.contains("wp-block");
     for t in tokens(hint) {
-        if t.len() > 40 || (builder && t.starts_with("widget")) {
+        if t.len() > 40 || (t.starts_with("widget") && builder()) {
             continue;
         }
-        if forum && DISCUSSION.contains(&t) {
+        if forum && is_discussion(t) {
             pos = true;
             continue;
         }
-        if STRONG.contains(&t) {
+        if is_strong(t) {
             strong = true;
-        } else if WEAK.contains(&t) {
+        } else if is_weak(t) {
             neg = true;
-        } else if POSITIVE.contains(&t) {
+        } else if is_positive(t) {
             pos = true;
         } else if t.len() > 6
             && NEGATIVE_INFIX

@@ -161,11 +161,18 @@ fn raw_text(name: &[u8]) -> bool {
     .any(|f| f.eq_ignore_ascii_case(name))
 }
 
+/// Where `needle` (ASCII, matched without regard to case) next starts at or after `from`.
 fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    hay.get(from..)?
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-        .map(|p| p + from)
+    let first = needle[0];
+    let mut at = from;
+    while at < hay.len() {
+        let p = at + memchr::memchr(first, &hay[at..])?;
+        if hay.len() - p >= needle.len() && hay[p..p + needle.len()].eq_ignore_ascii_case(needle) {
+            return Some(p);
+        }
+        at = p + 1;
+    }
+    None
 }
 
 /// The longest prefix of `html` whose estimated nesting stays within [`MAX_NESTING`]. The
@@ -175,7 +182,7 @@ pub fn cut_too_deep(html: &str) -> &str {
     let b = html.as_bytes();
     let mut stack: Vec<&[u8]> = Vec::new();
     let mut i = 0;
-    while let Some(off) = b[i..].iter().position(|&c| c == b'<') {
+    while let Some(off) = memchr::memchr(b'<', &b[i..]) {
         let lt = i + off;
         i = lt + 1;
         if b[i..].starts_with(b"!--") {
@@ -192,10 +199,7 @@ pub fn cut_too_deep(html: &str) -> &str {
             continue;
         }
         let name = &b[start..start + len];
-        let gt = b[start..]
-            .iter()
-            .position(|&c| c == b'>')
-            .map_or(b.len(), |p| start + p);
+        let gt = memchr::memchr(b'>', &b[start..]).map_or(b.len(), |p| start + p);
         let self_closing = gt > 0 && b.get(gt - 1) == Some(&b'/');
         i = (gt + 1).min(b.len());
         if close {

@@ -85,7 +85,7 @@ fn is_structural_main(dom: &Dom, i: u32) -> bool {
 }
 
 /// Counts the text each block owns and weighs it, then sums the weights up the tree.
-fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
+fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool], counts: &[(u32, u32)]) {
     let n = dom.nodes.len();
     for v in [
         &mut a.chars,
@@ -107,7 +107,7 @@ fn weigh(dom: &Dom, a: &mut Analysis, in_link: &[bool]) {
         let node = &dom.nodes[i];
         let o = a.owner[i] as usize;
         if node.tag == Tag::Text {
-            let (c, p) = count_text(dom.text_of(i as u32));
+            let (c, p) = counts[i];
             a.own_chars[o] += c;
             a.own_punct[o] += p;
             a.chars[i] = c;
@@ -218,9 +218,19 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             has_main[p as usize] = true;
         }
     }
+    // Characters and punctuation of each text node, counted once for the three weighings.
+    let counts: Vec<(u32, u32)> = (0..n)
+        .map(|i| {
+            if dom.nodes[i].tag == Tag::Text {
+                count_text(dom.text_of(i as u32))
+            } else {
+                (0, 0)
+            }
+        })
+        .collect();
     // A first weighing without the hints guards against a misnamed wrapper taking the
     // content with it.
-    weigh(dom, &mut a, &in_link);
+    weigh(dom, &mut a, &in_link, &counts);
     // Hidden boxes go, unless they are most of the page: streaming renderers park the whole
     // document in a hidden box that a script reveals.
     let all_good = a.good[0].max(1.0);
@@ -230,7 +240,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             a.dead[i] = true;
         }
     }
-    weigh(dom, &mut a, &in_link);
+    weigh(dom, &mut a, &in_link, &counts);
     let total = a.good[0].max(1.0);
     let base_dead = a.dead.clone();
     // Class names are a convention, not a contract: page builders put every block inside a
@@ -267,7 +277,7 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             break;
         }
     }
-    weigh(dom, &mut a, &in_link);
+    weigh(dom, &mut a, &in_link, &counts);
     a
 }
 
