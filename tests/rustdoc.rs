@@ -167,8 +167,15 @@ async fn crawls_the_book_whole_and_never_a_disallowed_path() {
                 .ends_with("/book/ch01-01-installation.html")
         })
         .unwrap();
-    assert!(intro["text"].as_str().unwrap().contains("rustup"));
+    let text = intro["text"].as_str().unwrap();
+    assert!(text.contains("rustup"));
+    // The book's chapter list in the sidebar is navigation, not the page.
+    assert!(!text.contains("Foreword"), "{text}");
     assert!(intro["title"].as_str().unwrap().contains("Installation"));
+    let md = intro["markdown"].as_str().unwrap();
+    assert!(md.contains("```console\n$ curl"), "{md}");
+    assert!(md.contains("\n### Troubleshooting\n") || md.contains("\n## Troubleshooting\n"), "{md}");
+    assert_eq!(intro["meta"]["language"], "en");
     // Every request is in the WARC files.
     assert!(!outputs.warc_files.is_empty());
 }

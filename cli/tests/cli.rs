@@ -147,3 +147,82 @@ fn interrupt_stops_cleanly_and_keeps_what_was_done() {
     assert_eq!(served, n, "fetched pages missing from pages.jsonl");
     drop(site);
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../services/extractor/tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn extract_one_page_as_text_markdown_and_json() {
+    let out = trawl()
+        .args(["extract", "--url", "https://gazette.example/news/seals"])
+        .arg(fixture("article.html"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Counts of harbour seals"), "{text}");
+    assert!(!text.contains("Related stories"), "{text}");
+
+    let out = trawl()
+        .args(["extract", "--format", "markdown"])
+        .arg(fixture("documentation.html"))
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("```python\n"), "{md}");
+    assert!(md.contains("## Parameters"), "{md}");
+
+    // Standard input, JSON with the metadata.
+    let html = std::fs::read(fixture("article.html")).unwrap();
+    let mut child = trawl()
+        .args(["extract", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&html).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["title"], "Harbour seals return to the estuary");
+    assert_eq!(v["author"], "Mara Oyelaran");
+    assert_eq!(v["published"], "2025-03-14T08:30:00Z");
+    assert_eq!(v["page_type"], "article");
+    assert!(v["markdown"].as_str().unwrap().contains("## Pups born"));
+}
+
+#[test]
+fn extract_many_files_writes_json_lines_and_reports_unreadable_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    // A windows-1252 page without a declared charset: decoded, not mangled.
+    let latin = dir.path().join("latin.html");
+    std::fs::write(
+        &latin,
+        b"<html><body><article><p>Caf\xe9 cr\xe8me, served all day in the old harbour station, \
+          with pastries baked on the premises every morning.</p></article></body></html>",
+    )
+    .unwrap();
+    let out = trawl()
+        .arg("extract")
+        .arg(fixture("forum.html"))
+        .arg(dir.path().join("missing.html"))
+        .arg(&latin)
+        .output()
+        .unwrap();
+    // The unreadable file fails the run, after the others are written.
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0]["text"].as_str().unwrap().contains("ethyl acetate"));
+    assert!(lines[0]["file"].as_str().unwrap().ends_with("forum.html"));
+    assert!(lines[1]["error"].as_str().unwrap().contains("missing.html"));
+    assert!(lines[2]["text"].as_str().unwrap().contains("Café crème"), "{}", lines[2]);
+}

@@ -195,6 +195,8 @@ fn documentation_keeps_code_tables_and_notes() {
         "{md}"
     );
     assert!(md.contains("`Pool`"), "{md}");
+    // The heading's permalink marker is not part of it.
+    assert!(md.contains("\n## Parameters\n"), "{md}");
     assert!(md.contains("| `attempts` | 3 | How many times"), "{md}");
 }
 

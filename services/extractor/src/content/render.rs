@@ -159,6 +159,12 @@ impl<'a> Renderer<'a> {
             Tag::A if !pre => {
                 let mut s = String::new();
                 self.children(i, &mut s, depth, false, list);
+                // Permalink markers that documentation generators put beside headings.
+                if dom.attr(i, "href").is_some_and(|h| h.starts_with('#'))
+                    && matches!(s.trim(), "¶" | "#" | "§" | "🔗" | "¶#")
+                {
+                    return;
+                }
                 let links = matches!(self.mode, Mode::Markdown { links: true });
                 let href = dom.attr(i, "href").and_then(|h| self.resolve(h));
                 match href {

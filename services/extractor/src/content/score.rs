@@ -203,11 +203,17 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
             } else if is_hidden(dom, i as u32) {
                 hidden[i] = true;
             } else if !in_code[i] {
-                // Class names inside code are syntax highlighting (`token comment`).
+                // Class names inside code are syntax highlighting (`token comment`). On links
+                // only the strong words count: there "header" styles the link (mdBook's
+                // `<h2><a class="header">`) rather than names the page header.
+                let inline = node.tag == Tag::A;
                 hint[i] = match node.tag {
                     Tag::Nav | Tag::Footer | Tag::Menu | Tag::Figcaption => Hint::Chrome,
                     Tag::Header | Tag::Aside => Hint::Negative,
-                    _ => classify(&node.hint, forum),
+                    _ => match classify(&node.hint, forum) {
+                        Hint::Negative if inline => Hint::Neutral,
+                        h => h,
+                    },
                 };
             }
         }
