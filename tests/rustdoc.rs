@@ -174,7 +174,10 @@ async fn crawls_the_book_whole_and_never_a_disallowed_path() {
     assert!(intro["title"].as_str().unwrap().contains("Installation"));
     let md = intro["markdown"].as_str().unwrap();
     assert!(md.contains("```console\n$ curl"), "{md}");
-    assert!(md.contains("\n### Troubleshooting\n") || md.contains("\n## Troubleshooting\n"), "{md}");
+    assert!(
+        md.contains("\n### Troubleshooting\n") || md.contains("\n## Troubleshooting\n"),
+        "{md}"
+    );
     assert_eq!(intro["meta"]["language"], "en");
     // Every request is in the WARC files.
     assert!(!outputs.warc_files.is_empty());

@@ -224,5 +224,9 @@ fn extract_many_files_writes_json_lines_and_reports_unreadable_ones() {
     assert!(lines[0]["text"].as_str().unwrap().contains("ethyl acetate"));
     assert!(lines[0]["file"].as_str().unwrap().ends_with("forum.html"));
     assert!(lines[1]["error"].as_str().unwrap().contains("missing.html"));
-    assert!(lines[2]["text"].as_str().unwrap().contains("Café crème"), "{}", lines[2]);
+    assert!(
+        lines[2]["text"].as_str().unwrap().contains("Café crème"),
+        "{}",
+        lines[2]
+    );
 }

@@ -147,10 +147,11 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
             Tag::Html if m.page.language.is_none() => {
                 m.page.language = dom.attr(i, "lang").and_then(clean)
             }
-            Tag::Time if m.page.published.is_none() => {
-                if dom.attr(i, "itemprop") == Some("datePublished") {
-                    m.page.published = dom.attr(i, "datetime").and_then(clean);
-                }
+            Tag::Time
+                if m.page.published.is_none()
+                    && dom.attr(i, "itemprop") == Some("datePublished") =>
+            {
+                m.page.published = dom.attr(i, "datetime").and_then(clean);
             }
             _ => {}
         }

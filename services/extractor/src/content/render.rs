@@ -431,7 +431,7 @@ pub fn tidy(s: &str) -> String {
         let l = l.trim_end();
         let verbatim = fence || pre || starts_pre;
         let is_fence = l.starts_with("```") || l.starts_with("~~~");
-        if l.trim().is_empty() && !(verbatim && !ends_pre) {
+        if (ends_pre || !verbatim) && l.trim().is_empty() {
             blank = !out.is_empty();
             pre = pre || starts_pre;
             if ends_pre {

@@ -240,9 +240,9 @@ pub fn analyse(dom: &Dom, kind: super::PageType) -> Analysis {
     // Hidden boxes go, unless they are most of the page: streaming renderers park the whole
     // document in a hidden box that a script reveals.
     let all_good = a.good[0].max(1.0);
-    for i in 0..n {
+    for (i, &h) in hidden.iter().enumerate() {
         let p = dom.nodes[i].parent;
-        if (hidden[i] && a.good[i] / all_good < 0.5) || (p != NONE && a.dead[p as usize]) {
+        if (h && a.good[i] / all_good < 0.5) || (p != NONE && a.dead[p as usize]) {
             a.dead[i] = true;
         }
     }
