@@ -49,7 +49,7 @@ CONF
   server=$!
   for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.1; done
 }
-stop() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; }
+stop() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap 'stop' EXIT
 
 results=()
