@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/services.sh
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
-if [ ! -x .venv/bin/python3 ] || ! .venv/bin/python3 -c "import warcio" 2>/dev/null; then
+if [ ! -x .venv/bin/python3 ] || ! .venv/bin/python3 -c "import warcio, pyarrow" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 fi

@@ -21,6 +21,12 @@ enum Command {
     /// Extract the main content of saved HTML pages: one page as text, Markdown or JSON;
     /// several as JSON Lines.
     Extract(trawl::extract::ExtractOptions),
+    /// Read web archives (WARC, WET, ARC; files or URLs) through the crawl's pipeline:
+    /// extraction, dedup, `pages.jsonl`.
+    Ingest(trawl::corpus::IngestArgs),
+    /// Write a training corpus (JSON Lines or Parquet) from a crawl or ingest, after language
+    /// and quality filters and MinHash dedup, with a dataset report.
+    Export(trawl::corpus::ExportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -46,6 +52,16 @@ fn main() -> std::process::ExitCode {
                 }
             };
         }
+        Command::Export(args) => {
+            return match trawl::corpus::export(&args) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
+        }
+        Command::Ingest(args) => return run_ingest(&args),
         Command::Crawl(opts) => opts,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -85,6 +101,45 @@ fn main() -> std::process::ExitCode {
         // 130: the shell's code for a stop by SIGINT, so scripts can tell.
         Ok(true) => std::process::ExitCode::from(130),
         Ok(false) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_ingest(args: &trawl::corpus::IngestArgs) -> std::process::ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(trawl::corpus::ingest(args)) {
+        Ok(r) => {
+            eprintln!(
+                "ingested {} files: {} records, {} documents ({} exact and {} near copies), {} skipped, {} malformed, in {:.1}s ({:.0} documents/s)",
+                r.files,
+                r.records.values().sum::<u64>(),
+                r.documents,
+                r.duplicates_exact,
+                r.duplicates_near,
+                r.skipped.values().sum::<u64>(),
+                r.malformed,
+                r.elapsed_s,
+                r.documents_per_s
+            );
+            eprintln!(
+                "outputs: {} , {}",
+                args.out.join("pages.jsonl").display(),
+                args.out.join("report.json").display()
+            );
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -111,6 +111,9 @@ pub struct PageRecord {
     /// What the page says about itself: author, dates, language, canonical URL.
     #[serde(default, skip_serializing_if = "PageMeta::is_empty")]
     pub meta: PageMeta,
+    /// Where an ingested page came from (a WARC, WET or ARC record); absent for crawled ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ArchiveSource>,
     pub links_found: usize,
     /// Bytes received for this URL, all hops, as transferred.
     pub wire_bytes: u64,
@@ -127,6 +130,24 @@ pub struct PageRecord {
     pub distance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
+}
+
+/// The archive record a page was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ArchiveSource {
+    pub file: String,
+    /// `WARC-Record-ID` (absent in ARC files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_id: Option<String>,
+    /// `WARC-Date` (or the ARC archive date), as written in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// `WARC-Identified-Content-Language` as the archive gives it (Common Crawl: ISO 639-3
+    /// codes, most likely first, comma-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// The record type: `response`, `resource` or `conversion`.
+    pub record_type: String,
 }
 
 /// Page metadata from `<head>`, Open Graph, microdata and JSON-LD. The title is on the

@@ -82,7 +82,8 @@ impl MemoryGate {
         self.len() == 0
     }
 
-    fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> Verdict {
+    /// The same check without the async interface, for threaded callers (`trawl ingest`).
+    pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> Verdict {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&i) = inner.exact.get(&fp.exact) {
             return Verdict::Duplicate {

@@ -1,0 +1,184 @@
+//! `trawl ingest` (web archives through the pipeline) and `trawl export` (a training corpus
+//! from `pages.jsonl`).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use trawl_corpus::export::{ExportOptions, Format};
+use trawl_corpus::ingest::{IngestOptions, IngestReport, is_url};
+use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition};
+
+#[derive(Debug, clap::Args)]
+pub struct IngestArgs {
+    /// WARC, WET or ARC files (gzip or plain), or http(s) URLs of such files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    /// Output directory: `pages.jsonl` and `report.json`, as `trawl crawl` writes them.
+    #[arg(long, default_value = "./trawl-out")]
+    pub out: PathBuf,
+    /// Extraction threads (default: the machine's cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// SimHash Hamming distance under which pages are near-copies (0 to 3).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub dedup_distance: u32,
+    /// Keep every page as its own (no SimHash gate).
+    #[arg(long)]
+    pub no_dedup: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Parquet,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FilterName {
+    GopherQuality,
+    GopherRepetition,
+    C4,
+    Fineweb,
+    All,
+    None,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// A crawl or ingest output directory (or its `pages.jsonl`).
+    #[arg(long, default_value = "./trawl-out")]
+    pub from: PathBuf,
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// The corpus file to write; the report goes beside it (`.report.json`, `.report.md`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Keep only these languages (ISO 639-3 codes, comma-separated: `eng,spa`).
+    #[arg(long, value_delimiter = ',')]
+    pub lang: Vec<String>,
+    /// Drop documents whose language confidence is below this (0 to 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_lang_score: f64,
+    /// Quality filters to run, with datatrove's thresholds (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub filters: Vec<FilterName>,
+    /// Gopher: fewest words a document may have.
+    #[arg(long)]
+    pub min_words: Option<usize>,
+    /// MinHash-LSH Jaccard threshold for corpus dedup over word 5-grams.
+    #[arg(long, default_value_t = 0.8)]
+    pub minhash_threshold: f64,
+    /// No MinHash dedup.
+    #[arg(long)]
+    pub no_minhash: bool,
+    /// Keep pages the SimHash gate marked as copies.
+    #[arg(long)]
+    pub keep_duplicates: bool,
+}
+
+fn filters(args: &ExportArgs) -> Filters {
+    let mut f = Filters::default();
+    for n in &args.filters {
+        match n {
+            FilterName::All => f = Filters::all(),
+            FilterName::None => f = Filters::default(),
+            FilterName::GopherQuality => f.gopher_quality = Some(GopherQuality::default()),
+            FilterName::GopherRepetition => f.gopher_repetition = Some(GopherRepetition::default()),
+            FilterName::C4 => f.c4 = Some(C4::default()),
+            FilterName::Fineweb => f.fineweb = Some(FineWeb::default()),
+        }
+    }
+    if let (Some(g), Some(n)) = (f.gopher_quality.as_mut(), args.min_words) {
+        g.min_doc_words = n;
+    }
+    f
+}
+
+pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.minhash_threshold),
+        "--minhash-threshold must be between 0 and 1"
+    );
+    let opts = ExportOptions {
+        from: args.from.clone(),
+        out: args.out.clone(),
+        format: match args.format {
+            ExportFormat::Jsonl => Format::Jsonl,
+            ExportFormat::Parquet => Format::Parquet,
+        },
+        languages: args.lang.clone(),
+        min_language_score: args.min_lang_score,
+        filters: filters(args),
+        minhash_threshold: (!args.no_minhash).then_some(args.minhash_threshold),
+        keep_duplicates: args.keep_duplicates,
+    };
+    let r = trawl_corpus::export::export(&opts).context("export")?;
+    eprintln!(
+        "exported {} of {} documents ({} of {} tokens) to {} in {:.1}s; report: {}.report.md",
+        r.documents_out,
+        r.documents_in,
+        r.tokens_out,
+        r.tokens_in,
+        args.out.display(),
+        r.elapsed_s,
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Downloads a remote archive into `dir`, streaming; returns the local path.
+async fn download(url: &str, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    use tokio::io::AsyncWriteExt;
+    let name = url
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("archive.warc.gz");
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(name);
+    let mut resp = reqwest::get(url)
+        .await
+        .with_context(|| format!("fetching {url}"))?
+        .error_for_status()
+        .with_context(|| format!("fetching {url}"))?;
+    let mut f = tokio::fs::File::create(&path).await?;
+    while let Some(chunk) = resp.chunk().await? {
+        f.write_all(&chunk).await?;
+    }
+    f.flush().await?;
+    Ok(path)
+}
+
+pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
+    let mut paths = Vec::new();
+    for input in &args.inputs {
+        if is_url(input) {
+            let p = download(input, &args.out.join("downloads")).await?;
+            tracing::info!("downloaded {input} to {}", p.display());
+            paths.push(p);
+        } else {
+            let p = PathBuf::from(input);
+            anyhow::ensure!(p.exists(), "{input}: no such file");
+            paths.push(p);
+        }
+    }
+    let opts = IngestOptions {
+        out: args.out.clone(),
+        dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+    };
+    let report = tokio::task::spawn_blocking(move || {
+        trawl_corpus::ingest::ingest(&paths, &opts, |p| {
+            tracing::info!(
+                "{} records read, {} documents, {} malformed",
+                p.records,
+                p.documents,
+                p.malformed
+            )
+        })
+    })
+    .await??;
+    Ok(report)
+}

@@ -1,0 +1,339 @@
+//! `trawl ingest`: web archives through the crawl's pipeline. Records are read on one
+//! thread, turned into pages (HTML through the extractor, WET text as it is) on worker
+//! threads, and passed through the same dedup gate as a crawl before `pages.jsonl`.
+//! Malformed records are reported and skipped; the good ones around them are kept.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use trawl_core::{ArchiveSource, FetchJob, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
+use trawl_dedup::{MemoryGate, Verdict, fingerprint};
+
+use crate::archive::{ArchiveReader, Item, Record};
+use crate::http;
+
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    pub out: PathBuf,
+    /// SimHash gate distance; `None` turns the gate off.
+    pub dedup_distance: Option<u32>,
+    pub threads: usize,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct IngestReport {
+    pub files: usize,
+    /// Records read, by WARC type.
+    pub records: BTreeMap<String, u64>,
+    /// Pages written to `pages.jsonl`.
+    pub documents: u64,
+    /// Records of a page-bearing type that gave no page, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    pub malformed: u64,
+    /// The first malformed records: `file #n: message`.
+    pub malformed_examples: Vec<String>,
+    pub duplicates_exact: u64,
+    pub duplicates_near: u64,
+    pub bytes_read: u64,
+    pub elapsed_s: f64,
+    pub documents_per_s: f64,
+}
+
+/// Progress, reported about once a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub records: u64,
+    pub documents: u64,
+    pub malformed: u64,
+}
+
+fn is_html(ct: &str) -> bool {
+    let ct = ct.to_ascii_lowercase();
+    ct.contains("text/html") || ct.contains("application/xhtml")
+}
+
+fn is_text(ct: &str) -> bool {
+    ct.to_ascii_lowercase().starts_with("text/plain")
+}
+
+fn page_from_html(
+    url: &str,
+    date: &str,
+    body: &[u8],
+    content_type: Option<&str>,
+    status: u16,
+) -> PageRecord {
+    let (html, charset) = trawl_fetcher::body::decode_html(body, content_type);
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(String::from))
+        .unwrap_or_default();
+    let fetched = Fetched {
+        v: MESSAGE_VERSION,
+        crawl: "ingest".into(),
+        job: FetchJob {
+            v: MESSAGE_VERSION,
+            crawl: "ingest".into(),
+            url: url.to_string(),
+            host,
+            depth: 0,
+            kind: UrlKind::Page,
+            priority: 0,
+            retries: 0,
+        },
+        final_url: url.to_string(),
+        status,
+        redirects: Vec::new(),
+        content_type: content_type.map(String::from),
+        fetched_at: date.to_string(),
+        body: html.into_bytes(),
+        charset: Some(charset.to_string()),
+        wire_bytes: body.len() as u64,
+        error: None,
+    };
+    trawl_extractor::process(&fetched).doc.page
+}
+
+/// One archive record as a page, or why it is not one.
+pub fn page_from_record(file: &str, rec: &Record) -> Result<PageRecord, String> {
+    let url = rec.target_uri.clone().unwrap_or_default();
+    let date = rec.date.clone().unwrap_or_default();
+    let mut page = match rec.kind.as_str() {
+        "response" => {
+            let resp = http::parse(&rec.body).ok_or("not an HTTP response")?;
+            if !(200..300).contains(&resp.status) {
+                return Err(format!("status {}xx", resp.status / 100));
+            }
+            let ct = resp.content_type.clone().unwrap_or_default();
+            // Many archivers store the body decoded but keep the Content-Encoding header;
+            // only bytes that look encoded are decoded.
+            let encoding = resp.content_encoding.as_deref().filter(|e| match *e {
+                "gzip" | "x-gzip" => resp.body.starts_with(&[0x1f, 0x8b]),
+                "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
+                _ => true,
+            });
+            let body = trawl_fetcher::body::decode_content(
+                &resp.body,
+                encoding,
+                crate::archive::MAX_RECORD_BYTES as usize,
+            )
+            .map_err(|e| format!("content encoding: {e}"))?;
+            if is_html(&ct) || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<")) {
+                page_from_html(&url, &date, &body, Some(&ct), resp.status)
+            } else if is_text(&ct) {
+                text_page(&url, &date, &body, &ct)
+            } else {
+                return Err("not HTML or text".into());
+            }
+        }
+        "resource" => {
+            let ct = rec.content_type.clone().unwrap_or_default();
+            if is_html(&ct) {
+                page_from_html(&url, &date, &rec.body, Some(&ct), 200)
+            } else if is_text(&ct) {
+                text_page(&url, &date, &rec.body, &ct)
+            } else {
+                return Err("not HTML or text".into());
+            }
+        }
+        // WET: the archive already holds the text.
+        "conversion" => text_page(&url, &date, &rec.body, "text/plain"),
+        other => return Err(format!("{other} record")),
+    };
+    page.source = Some(ArchiveSource {
+        file: file.to_string(),
+        record_id: rec.record_id.clone(),
+        date: rec.date.clone(),
+        language: rec.language.clone(),
+        record_type: rec.kind.clone(),
+    });
+    if rec.truncated.is_some() && page.error.is_none() {
+        page.error = Some(trawl_core::FetchFailure {
+            kind: "truncated".into(),
+            message: format!(
+                "the archive cut this record ({})",
+                rec.truncated.as_deref().unwrap_or("")
+            ),
+        });
+    }
+    Ok(page)
+}
+
+fn text_page(url: &str, date: &str, body: &[u8], ct: &str) -> PageRecord {
+    PageRecord {
+        url: url.to_string(),
+        final_url: url.to_string(),
+        status: 200,
+        kind: UrlKind::Page,
+        content_type: Some(ct.to_string()),
+        fetched_at: date.to_string(),
+        text: String::from_utf8_lossy(body).trim().to_string(),
+        wire_bytes: body.len() as u64,
+        ..PageRecord::default()
+    }
+}
+
+/// Records that can hold a page.
+fn page_bearing(kind: &str) -> bool {
+    matches!(kind, "response" | "resource" | "conversion")
+}
+
+enum Out {
+    Page(PageRecord),
+    Skipped(String),
+}
+
+/// Reads every archive, writes `pages.jsonl` and `report.json` into `opts.out`.
+pub fn ingest(
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    mut progress: impl FnMut(Progress),
+) -> std::io::Result<IngestReport> {
+    std::fs::create_dir_all(&opts.out)?;
+    let started = Instant::now();
+    let mut report = IngestReport {
+        files: paths.len(),
+        ..IngestReport::default()
+    };
+    let (rec_tx, rec_rx) = sync_channel::<(Arc<str>, Record)>(256);
+    let (out_tx, out_rx) = sync_channel::<Out>(256);
+    let rec_rx = Arc::new(Mutex::new(rec_rx));
+    let gate = opts.dedup_distance.map(MemoryGate::new);
+    let mut writer = std::io::BufWriter::new(std::fs::File::create(opts.out.join("pages.jsonl"))?);
+    std::thread::scope(|s| -> std::io::Result<()> {
+        for _ in 0..opts.threads.max(1) {
+            let rx = rec_rx.clone();
+            let tx = out_tx.clone();
+            s.spawn(move || worker(&rx, &tx));
+        }
+        drop(out_tx);
+        // The reader: records in file order; counts and malformed records go straight to
+        // the report through a channel of its own.
+        let (meta_tx, meta_rx) = std::sync::mpsc::channel::<(String, Option<String>)>();
+        let paths = paths.to_vec();
+        s.spawn(move || {
+            for p in &paths {
+                let name: Arc<str> = Arc::from(p.display().to_string());
+                let reader = match ArchiveReader::open(p) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = meta_tx.send(("malformed".into(), Some(e.to_string())));
+                        continue;
+                    }
+                };
+                for item in reader {
+                    match item {
+                        Item::Record(r) => {
+                            let _ = meta_tx.send((r.kind.clone(), None));
+                            if page_bearing(&r.kind) && rec_tx.send((name.clone(), r)).is_err() {
+                                return;
+                            }
+                        }
+                        Item::Malformed { number, message } => {
+                            let _ = meta_tx.send((
+                                "malformed".into(),
+                                Some(format!("{name} #{number}: {message}")),
+                            ));
+                        }
+                    }
+                }
+            }
+        });
+        let mut last = Instant::now();
+        let drain_meta = |report: &mut IngestReport| {
+            for (kind, msg) in meta_rx.try_iter() {
+                if let Some(m) = msg {
+                    report.malformed += 1;
+                    tracing::warn!("skipped: {m}");
+                    if report.malformed_examples.len() < 20 {
+                        report.malformed_examples.push(m);
+                    }
+                } else {
+                    *report.records.entry(kind).or_default() += 1;
+                }
+            }
+        };
+        for out in out_rx {
+            drain_meta(&mut report);
+            match out {
+                Out::Skipped(reason) => *report.skipped.entry(reason).or_default() += 1,
+                Out::Page(mut page) => {
+                    report.bytes_read += page.wire_bytes;
+                    if !page.text.is_empty() {
+                        let fp = fingerprint(&page.text);
+                        page.simhash = Some(format!("{:016x}", fp.simhash));
+                        if let Some(g) = &gate {
+                            let id = page
+                                .source
+                                .as_ref()
+                                .and_then(|s| s.record_id.clone())
+                                .unwrap_or_else(|| page.url.clone());
+                            if let Verdict::Duplicate { of, distance } =
+                                g.check_and_insert_sync(fp, &id)
+                            {
+                                if distance == 0 {
+                                    report.duplicates_exact += 1;
+                                } else {
+                                    report.duplicates_near += 1;
+                                }
+                                page.duplicate_of = Some(of);
+                                page.distance = Some(distance);
+                            }
+                        }
+                    }
+                    serde_json::to_writer(&mut writer, &page)?;
+                    writer.write_all(b"\n")?;
+                    report.documents += 1;
+                }
+            }
+            if last.elapsed().as_secs_f64() >= 1.0 {
+                last = Instant::now();
+                progress(Progress {
+                    records: report.records.values().sum(),
+                    documents: report.documents,
+                    malformed: report.malformed,
+                });
+            }
+        }
+        drain_meta(&mut report);
+        Ok(())
+    })?;
+    writer.flush()?;
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report.documents_per_s = report.documents as f64 / report.elapsed_s.max(1e-9);
+    std::fs::write(
+        opts.out.join("report.json"),
+        serde_json::to_vec_pretty(&report)?,
+    )?;
+    Ok(report)
+}
+
+fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSender<Out>) {
+    loop {
+        let next = rx.lock().ok().and_then(|r| r.recv().ok());
+        let Some((file, rec)) = next else { return };
+        let out = match page_from_record(&file, &rec) {
+            Ok(p) => Out::Page(p),
+            Err(reason) => Out::Skipped(reason),
+        };
+        if tx.send(out).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether `s` names a remote archive rather than a local file.
+pub fn is_url(s: &str) -> bool {
+    s.starts_with("http://") || s.starts_with("https://")
+}
+
+pub fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,9 @@
+//! Corpus building: web archives in (WARC, WET, ARC), language identification and quality
+//! filters, JSONL or Parquet out.
+
+pub mod archive;
+pub mod export;
+pub mod http;
+pub mod ingest;
+pub mod lang;
+pub mod quality;
