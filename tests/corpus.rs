@@ -1,0 +1,240 @@
+//! Corpus building end to end: a crawl's own WARC files ingested back give the crawl's pages;
+//! Common Crawl's WET text and language reach the export unchanged; Parquet is readable by
+//! pyarrow.
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{options, pages, python_has};
+use trawl::corpus::{ExportArgs, ExportFormat, FilterName, IngestArgs};
+use trawl_testsite::{SiteConfig, TestSite};
+
+fn shared(rel: &str) -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: {} is not here (the shared sample archives)",
+            p.display()
+        );
+        None
+    }
+}
+
+fn ingest_args(inputs: Vec<String>, out: &Path) -> IngestArgs {
+    IngestArgs {
+        inputs,
+        out: out.to_path_buf(),
+        threads: Some(2),
+        dedup_distance: 2,
+        no_dedup: false,
+    }
+}
+
+fn export_args(
+    from: &Path,
+    out: &Path,
+    format: ExportFormat,
+    filters: Vec<FilterName>,
+) -> ExportArgs {
+    ExportArgs {
+        from: from.to_path_buf(),
+        format,
+        out: out.to_path_buf(),
+        lang: Vec::new(),
+        min_lang_score: 0.0,
+        filters,
+        min_words: None,
+        minhash_threshold: 0.8,
+        no_minhash: false,
+        keep_duplicates: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawls_warc_ingested_gives_back_its_pages() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let crawl = tempfile::tempdir().unwrap();
+    let (_, outputs) = trawl::crawl(options(&[site.url("/")], crawl.path()))
+        .await
+        .unwrap();
+    let ingest = tempfile::tempdir().unwrap();
+    let inputs = outputs
+        .warc_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let report = trawl::corpus::ingest(&ingest_args(inputs, ingest.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.malformed, 0);
+    // Every HTML page the crawl extracted comes back with the same text and title.
+    let crawled: Vec<Value> = pages(crawl.path())
+        .into_iter()
+        .filter(|p| {
+            p["status"] == 200 && p["kind"] == "page" && !p["text"].as_str().unwrap().is_empty()
+        })
+        .collect();
+    assert!(crawled.len() >= 5, "{}", crawled.len());
+    let ingested = pages(ingest.path());
+    for c in &crawled {
+        let i = ingested
+            .iter()
+            .find(|i| i["url"] == c["final_url"])
+            .unwrap_or_else(|| panic!("{} not ingested", c["final_url"]));
+        assert_eq!(i["text"], c["text"], "{}", c["url"]);
+        assert_eq!(i["title"], c["title"]);
+        assert!(
+            i["source"]["record_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("<urn:uuid:")
+        );
+        assert_eq!(i["source"]["record_type"], "response");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wet_text_and_language_reach_the_export_unchanged() {
+    let (Some(wet), Some(warc)) = (
+        shared("data/warc/commoncrawl/whirlwind.warc.wet.gz"),
+        shared("data/warc/commoncrawl/CC-MAIN-2020-34-excerpt.warc.gz"),
+    ) else {
+        return;
+    };
+    // The WET record as the archive holds it.
+    let rec = trawl_corpus::archive::read_all(&wet)
+        .unwrap()
+        .into_iter()
+        .find_map(|i| match i {
+            trawl_corpus::archive::Item::Record(r) if r.kind == "conversion" => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    let wet_text = String::from_utf8(rec.body.clone()).unwrap();
+    assert_eq!(rec.language.as_deref(), Some("spa"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let report = trawl::corpus::ingest(&ingest_args(
+        vec![wet.display().to_string(), warc.display().to_string()],
+        dir.path(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(report.records["conversion"], 1);
+    assert_eq!(report.records["response"], 16);
+
+    // No filters: every readable document out, the WET one as the archive gave it.
+    let out = dir.path().join("corpus.jsonl");
+    trawl::corpus::export(&export_args(
+        dir.path(),
+        &out,
+        ExportFormat::Jsonl,
+        vec![FilterName::None],
+    ))
+    .unwrap();
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let w = rows
+        .iter()
+        .find(|r| {
+            r["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("whirlwind.warc.wet.gz")
+        })
+        .unwrap();
+    assert_eq!(w["text"].as_str().unwrap(), wet_text.trim());
+    assert_eq!(w["language"], "spa");
+    assert_eq!(w["language_score"], 1.0);
+    assert_eq!(w["source_record_id"].as_str(), rec.record_id.as_deref());
+    assert_eq!(w["date"].as_str(), rec.date.as_deref());
+    assert_eq!(w["url"].as_str(), rec.target_uri.as_deref());
+    // The rest got a language from whatlang.
+    assert!(rows.iter().filter(|r| r["language"].is_string()).count() >= rows.len() - 2);
+
+    // The dataset report accounts for every document.
+    let rep: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("corpus.jsonl.report.json")).unwrap(),
+    )
+    .unwrap();
+    let dropped: u64 = rep["dropped"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        rep["documents_in"].as_u64().unwrap(),
+        rep["documents_out"].as_u64().unwrap() + dropped
+    );
+    assert_eq!(rep["documents_out"].as_u64().unwrap(), rows.len() as u64);
+    assert!(
+        std::fs::read_to_string(dir.path().join("corpus.jsonl.report.md"))
+            .unwrap()
+            .contains("| spa |")
+    );
+
+    // With the filters on, Parquet that pyarrow reads back.
+    let pq = dir.path().join("corpus.parquet");
+    trawl::corpus::export(&export_args(
+        dir.path(),
+        &pq,
+        ExportFormat::Parquet,
+        vec![FilterName::All],
+    ))
+    .unwrap();
+    let rep: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("corpus.parquet.report.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        rep["dropped"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("gopher"))
+    );
+    if python_has("pyarrow") {
+        let script = "import sys, json, pyarrow.parquet as pq\n\
+             t = pq.read_table(sys.argv[1])\n\
+             print(json.dumps({'rows': t.num_rows, 'cols': t.schema.names, \
+             'quality': [json.loads(q) for q in t.column('quality').to_pylist()]}))";
+        let o = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&pq)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["rows"], rep["documents_out"]);
+        for col in [
+            "id",
+            "url",
+            "title",
+            "text",
+            "markdown",
+            "language",
+            "language_score",
+            "date",
+            "source",
+            "source_record_id",
+            "simhash",
+            "quality",
+        ] {
+            assert!(
+                v["cols"].as_array().unwrap().iter().any(|c| c == col),
+                "{col}"
+            );
+        }
+        for q in v["quality"].as_array().unwrap() {
+            assert!(q["gopher_words"].as_f64().unwrap() >= 50.0);
+        }
+    }
+}
