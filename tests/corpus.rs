@@ -48,6 +48,7 @@ fn export_args(
         min_lang_score: 0.0,
         filters,
         min_words: None,
+        quality_config: None,
         minhash_threshold: 0.8,
         no_minhash: false,
         keep_duplicates: false,
@@ -237,4 +238,78 @@ async fn wet_text_and_language_reach_the_export_unchanged() {
             assert!(q["gopher_words"].as_f64().unwrap() >= 50.0);
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archives_by_url_language_selection_and_a_quality_config() {
+    let Some(dir) = shared("data/warc/commoncrawl") else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        dir: Some(dir),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let report = trawl::corpus::ingest(&ingest_args(
+        vec![
+            site.url("/whirlwind.warc.wet.gz"),
+            site.url("/CC-MAIN-2020-34-excerpt.warc.gz"),
+        ],
+        out.path(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(report.files, 2);
+    assert_eq!(report.records["conversion"], 1);
+    assert_eq!(report.documents, 17);
+
+    // Only Spanish, no quality filters.
+    let spa = out.path().join("spa.jsonl");
+    let mut a = export_args(
+        out.path(),
+        &spa,
+        ExportFormat::Jsonl,
+        vec![FilterName::None],
+    );
+    a.lang = vec!["spa".into()];
+    trawl::corpus::export(&a).unwrap();
+    let rows: Vec<Value> = std::fs::read_to_string(&spa)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["language"] == "spa"));
+
+    // Thresholds from a file: a Gopher filter that wants 10,000 words drops everything, with
+    // its reason in the report.
+    let cfg = out.path().join("quality.json");
+    std::fs::write(&cfg, r#"{"gopher_quality": {"min_doc_words": 10000}}"#).unwrap();
+    let strict = out.path().join("strict.jsonl");
+    let mut a = export_args(
+        out.path(),
+        &strict,
+        ExportFormat::Jsonl,
+        vec![FilterName::All],
+    );
+    a.quality_config = Some(cfg.clone());
+    a.no_minhash = true;
+    trawl::corpus::export(&a).unwrap();
+    let rep: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("strict.jsonl.report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rep["documents_out"], 0);
+    assert!(
+        rep["dropped"]["gopher_quality:gopher_short_doc"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // A misspelt setting is an error, not a silent default.
+    std::fs::write(&cfg, r#"{"gopher_quality": {"min_words": 10}}"#).unwrap();
+    let err = trawl::corpus::export(&a).unwrap_err();
+    assert!(format!("{err:#}").contains("unknown field"), "{err:#}");
 }

@@ -12,12 +12,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 COPIES=${1:-750}
-OUT=$ROOT/target/corpus-bench
+OUT=${OUT:-$ROOT/target/corpus-bench}
 SRC=${CC_EXCERPT:-$ROOT/../shared/data/warc/commoncrawl/CC-MAIN-2020-34-excerpt.warc.gz}
 rm -rf "$OUT"
 mkdir -p "$OUT/warc"
-for _ in $(seq "$COPIES"); do cat "$SRC"; done > "$OUT/warc/cc-repeated.warc.gz"
-ls -l "$OUT/warc/cc-repeated.warc.gz" >&2
+if [ -n "${WARC_DIR:-}" ]; then
+  # Archives of your own instead (for instance a crawl's: bench/out/crawl-1/warc).
+  for f in "$WARC_DIR"/*.warc.gz; do ln -s "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" "$OUT/warc/"; done
+else
+  for _ in $(seq "$COPIES"); do cat "$SRC"; done > "$OUT/warc/cc-repeated.warc.gz"
+fi
+ls -lL "$OUT"/warc/* >&2
 
 if [ ! -x .xbench/bin/python ]; then python3 -m venv .xbench; fi
 .xbench/bin/python -c "import datatrove, warcio, spacy, cchardet, magic, orjson" 2>/dev/null ||
@@ -29,7 +34,7 @@ cpu() { awk '{print $1 + $2}' "$1"; }
 
 echo "== trawl ingest + export (one core)" >&2
 pin /usr/bin/time -f "%U %S %e %M" -o "$OUT/time-ingest.txt" \
-  target/release/trawl ingest "$OUT/warc/cc-repeated.warc.gz" --out "$OUT/trawl" --threads 1
+  target/release/trawl ingest "$OUT"/warc/*.warc.gz --out "$OUT/trawl" --threads 1
 pin /usr/bin/time -f "%U %S %e %M" -o "$OUT/time-export.txt" \
   target/release/trawl export --from "$OUT/trawl" --format jsonl --out "$OUT/trawl/corpus.jsonl"
 

@@ -65,6 +65,10 @@ pub struct ExportArgs {
     /// Gopher: fewest words a document may have.
     #[arg(long)]
     pub min_words: Option<usize>,
+    /// Every filter's thresholds from a JSON file (`{"gopher_quality": {...}, "c4": null,
+    /// ...}`; a filter left out or null does not run). Overrides `--filters`.
+    #[arg(long)]
+    pub quality_config: Option<PathBuf>,
     /// MinHash-LSH Jaccard threshold for corpus dedup over word 5-grams.
     #[arg(long, default_value_t = 0.8)]
     pub minhash_threshold: f64,
@@ -76,7 +80,13 @@ pub struct ExportArgs {
     pub keep_duplicates: bool,
 }
 
-fn filters(args: &ExportArgs) -> Filters {
+fn filters(args: &ExportArgs) -> anyhow::Result<Filters> {
+    if let Some(path) = &args.quality_config {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a quality configuration", path.display()));
+    }
     let mut f = Filters::default();
     for n in &args.filters {
         match n {
@@ -91,7 +101,7 @@ fn filters(args: &ExportArgs) -> Filters {
     if let (Some(g), Some(n)) = (f.gopher_quality.as_mut(), args.min_words) {
         g.min_doc_words = n;
     }
-    f
+    Ok(f)
 }
 
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
@@ -108,7 +118,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         },
         languages: args.lang.clone(),
         min_language_score: args.min_lang_score,
-        filters: filters(args),
+        filters: filters(args)?,
         minhash_threshold: (!args.no_minhash).then_some(args.minhash_threshold),
         keep_duplicates: args.keep_duplicates,
     };

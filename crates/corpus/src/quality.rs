@@ -39,6 +39,7 @@ pub fn words(text: &str) -> Vec<&str> {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct GopherQuality {
     pub min_doc_words: usize,
     pub max_doc_words: usize,
@@ -156,6 +157,7 @@ impl GopherQuality {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct GopherRepetition {
     pub dup_line_frac: f64,
     pub dup_para_frac: f64,
@@ -327,6 +329,7 @@ fn all_duplicate_chars(words: &[&str], n: usize) -> usize {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct C4 {
     pub min_num_sentences: usize,
     pub min_words_per_line: usize,
@@ -464,6 +467,7 @@ impl C4 {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FineWeb {
     pub line_punct_thr: f64,
     pub line_punct_exclude_zero: bool,
@@ -561,6 +565,7 @@ impl FineWeb {
 
 /// Which filters run, with their settings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Filters {
     pub gopher_quality: Option<GopherQuality>,
     pub gopher_repetition: Option<GopherRepetition>,
