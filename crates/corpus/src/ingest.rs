@@ -184,7 +184,7 @@ fn page_bearing(kind: &str) -> bool {
 }
 
 enum Out {
-    Page(PageRecord),
+    Page(Box<PageRecord>),
     Skipped(String),
 }
 
@@ -318,7 +318,7 @@ fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSe
         let next = rx.lock().ok().and_then(|r| r.recv().ok());
         let Some((file, rec)) = next else { return };
         let out = match page_from_record(&file, &rec) {
-            Ok(p) => Out::Page(p),
+            Ok(p) => Out::Page(Box::new(p)),
             Err(reason) => Out::Skipped(reason),
         };
         if tx.send(out).is_err() {
