@@ -25,6 +25,9 @@ pub struct IngestArgs {
     /// Keep every page as its own (no SimHash gate).
     #[arg(long)]
     pub no_dedup: bool,
+    /// A line seen on this many earlier pages of a host is dropped as boilerplate (0: off).
+    #[arg(long, default_value_t = 5)]
+    pub boilerplate_min_pages: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -175,6 +178,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
     let opts = IngestOptions {
         out: args.out.clone(),
         dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
+        boilerplate_min_pages: args.boilerplate_min_pages,
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),

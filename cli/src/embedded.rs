@@ -193,8 +193,18 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         );
         intake.spawn(async move { Ok(trawl_fetcher::run_worker(f, j, o, d, s).await?) });
     }
-    let gate: Option<Arc<dyn trawl_dedup::Gate>> =
-        (!opts.no_dedup).then(|| Arc::new(trawl_dedup::MemoryGate::new(opts.dedup_distance)) as _);
+    let dedup = trawl_extractor::DedupStage {
+        gate: (!opts.no_dedup)
+            .then(|| Arc::new(trawl_dedup::MemoryGate::new(opts.dedup_distance)) as _),
+        boilerplate: (opts.boilerplate_min_pages > 0).then(|| {
+            Arc::new(trawl_dedup::HostLines::new(
+                trawl_dedup::BoilerplateConfig {
+                    min_pages: opts.boilerplate_min_pages,
+                    ..Default::default()
+                },
+            ))
+        }),
+    };
     let extractors = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .max(2);
@@ -203,7 +213,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             fetched_q.clone() as Arc<dyn Queue<Fetched>>,
             docs_q.clone() as Arc<dyn Queue<Doc>>,
             discovered_q.clone() as Arc<dyn Queue<Discovered>>,
-            gate.clone(),
+            dedup.clone(),
             stop_rx.clone(),
         );
         output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, g, s).await?) });

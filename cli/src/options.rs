@@ -92,6 +92,10 @@ pub struct CrawlOptions {
     /// Keep every page, duplicates included.
     #[arg(long)]
     pub no_dedup: bool,
+    /// A line (paragraph) seen on this many earlier pages of a host is that host's
+    /// boilerplate and is dropped from later pages before fingerprinting (0: keep all).
+    #[arg(long, default_value_t = 5)]
+    pub boilerplate_min_pages: u32,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

@@ -115,6 +115,9 @@ pub struct PageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<ArchiveSource>,
     pub links_found: usize,
+    /// Lines dropped from `text` as the host's boilerplate (seen on many of its pages).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boilerplate_lines: u32,
     /// Bytes received for this URL, all hops, as transferred.
     pub wire_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,6 +133,10 @@ pub struct PageRecord {
     pub distance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The archive record a page was read from.

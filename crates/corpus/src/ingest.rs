@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, FetchJob, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
-use trawl_dedup::{MemoryGate, Verdict, fingerprint};
+use trawl_dedup::{BoilerplateConfig, HostLines, MemoryGate, Verdict, fingerprint};
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -22,6 +22,8 @@ pub struct IngestOptions {
     pub out: PathBuf,
     /// SimHash gate distance; `None` turns the gate off.
     pub dedup_distance: Option<u32>,
+    /// Per-host boilerplate lines: seen on this many earlier pages of a host (0: off).
+    pub boilerplate_min_pages: u32,
     pub threads: usize,
 }
 
@@ -204,6 +206,12 @@ pub fn ingest(
     let (out_tx, out_rx) = sync_channel::<Out>(256);
     let rec_rx = Arc::new(Mutex::new(rec_rx));
     let gate = opts.dedup_distance.map(MemoryGate::new);
+    let boiler = (opts.boilerplate_min_pages > 0).then(|| {
+        HostLines::new(BoilerplateConfig {
+            min_pages: opts.boilerplate_min_pages,
+            ..Default::default()
+        })
+    });
     let mut writer = std::io::BufWriter::new(std::fs::File::create(opts.out.join("pages.jsonl"))?);
     std::thread::scope(|s| -> std::io::Result<()> {
         for _ in 0..opts.threads.max(1) {
@@ -264,6 +272,17 @@ pub fn ingest(
                 Out::Skipped(reason) => *report.skipped.entry(reason).or_default() += 1,
                 Out::Page(mut page) => {
                     report.bytes_read += page.wire_bytes;
+                    if let Some(b) = &boiler
+                        && !page.text.is_empty()
+                    {
+                        let host = url::Url::parse(&page.url)
+                            .ok()
+                            .and_then(|u| u.host_str().map(String::from))
+                            .unwrap_or_default();
+                        let (text, dropped) = b.strip(&host, &page.text);
+                        page.text = text;
+                        page.boilerplate_lines = dropped as u32;
+                    }
                     if !page.text.is_empty() {
                         let fp = fingerprint(&page.text);
                         page.simhash = Some(format!("{:016x}", fp.simhash));

@@ -8,10 +8,12 @@
 //!   replicas that see two near-copies at the same moment keep exactly one.
 //! - [`minhash`]: MinHash signatures and an LSH index for corpus-level dedup at Jaccard 0.8.
 
+pub mod boilerplate;
 pub mod gate;
 pub mod minhash;
 pub mod redis_gate;
 pub mod simhash;
 
+pub use boilerplate::{BoilerplateConfig, HostLines};
 pub use gate::{Gate, GateError, MemoryGate, Verdict};
 pub use simhash::{Fingerprint, fingerprint, hamming};

@@ -10,7 +10,7 @@ use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageR
 use url::Url;
 
 pub use html::{Extracted, extract_html};
-pub use worker::run_worker;
+pub use worker::{DedupStage, run_worker};
 
 /// What one fetched response becomes.
 #[derive(Debug, Clone)]

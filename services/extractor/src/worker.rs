@@ -7,17 +7,26 @@ use std::time::Duration;
 use tokio::sync::watch;
 use trawl_core::queue::Queue;
 use trawl_core::{CoreError, Discovered, Doc, Fetched};
-use trawl_dedup::{Gate, Verdict, fingerprint};
+use trawl_dedup::{Gate, HostLines, Verdict, fingerprint};
 
 use crate::process;
+
+/// What the extractor does about repetition: the near-duplicate gate, and the per-host
+/// boilerplate lines dropped before fingerprinting. Either can be off.
+#[derive(Clone, Default)]
+pub struct DedupStage {
+    pub gate: Option<Arc<dyn Gate>>,
+    pub boilerplate: Option<Arc<HostLines>>,
+}
 
 pub async fn run_worker(
     fetched: Arc<dyn Queue<Fetched>>,
     docs: Arc<dyn Queue<Doc>>,
     discovered: Arc<dyn Queue<Discovered>>,
-    gate: Option<Arc<dyn Gate>>,
+    dedup: DedupStage,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), CoreError> {
+    let gate = dedup.gate;
     loop {
         if *stop.borrow() {
             return Ok(());
@@ -28,8 +37,16 @@ pub async fn run_worker(
         };
         for d in batch {
             let msg = d.msg;
+            let boiler = dedup.boilerplate.clone();
             let mut processed = tokio::task::spawn_blocking(move || {
                 let mut p = process(&msg);
+                if let Some(b) = &boiler
+                    && !p.doc.page.text.is_empty()
+                {
+                    let (text, dropped) = b.strip(&msg.job.host, &p.doc.page.text);
+                    p.doc.page.text = text;
+                    p.doc.page.boilerplate_lines = dropped as u32;
+                }
                 if !p.doc.page.text.is_empty() {
                     let fp = fingerprint(&p.doc.page.text);
                     p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
