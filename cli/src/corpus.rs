@@ -25,8 +25,9 @@ pub struct IngestArgs {
     /// Keep every page as its own (no SimHash gate).
     #[arg(long)]
     pub no_dedup: bool,
-    /// A line seen on this many earlier pages of a host is dropped as boilerplate (0: off).
-    #[arg(long, default_value_t = 5)]
+    /// A line seen on this many earlier pages of a host is dropped as boilerplate (0, the
+    /// default: off; see `trawl crawl --help`).
+    #[arg(long, default_value_t = 0)]
     pub boilerplate_min_pages: u32,
 }
 

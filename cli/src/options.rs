@@ -93,8 +93,10 @@ pub struct CrawlOptions {
     #[arg(long)]
     pub no_dedup: bool,
     /// A line (paragraph) seen on this many earlier pages of a host is that host's
-    /// boilerplate and is dropped from later pages before fingerprinting (0: keep all).
-    #[arg(long, default_value_t = 5)]
+    /// boilerplate and is dropped from later pages before fingerprinting (0, the default:
+    /// keep all). Off by default: pages fingerprinted before a line is known keep it, so a
+    /// page and its later copy can end up with different texts.
+    #[arg(long, default_value_t = 0)]
     pub boilerplate_min_pages: u32,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
