@@ -82,3 +82,50 @@ async fn no_dedup_keeps_everything() {
             .all(|p| p["duplicate_of"].is_null())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_repeated_lines_are_dropped_once_known() {
+    // The posts share two paragraphs around one of their own, and are crawled in order,
+    // one leading to the next.
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 8,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&[site.url("/blog/1")], out.path());
+    o.boilerplate_min_pages = 3;
+    trawl::crawl(o).await.unwrap();
+    let all = pages(out.path());
+    let post = |n: u32| {
+        all.iter()
+            .find(|p| p["url"].as_str().unwrap().ends_with(&format!("/blog/{n}")))
+            .unwrap()
+    };
+    for n in 1..=3 {
+        let p = post(n);
+        assert!(
+            p["text"]
+                .as_str()
+                .unwrap()
+                .contains("Subscribe to our newsletter"),
+            "{p}"
+        );
+        assert!(p["boilerplate_lines"].is_null());
+    }
+    for n in 4..=8 {
+        let p = post(n);
+        let text = p["text"].as_str().unwrap();
+        assert!(!text.contains("Subscribe to our newsletter"), "{text}");
+        assert!(!text.contains("written by volunteers"), "{text}");
+        assert!(
+            text.contains(&format!("Post {n} is about topic number {n}")),
+            "{text}"
+        );
+        // The "Read on" line is the same on every post but the last, which has none.
+        assert!(!text.contains("Read on"), "{text}");
+        assert_eq!(p["boilerplate_lines"], if n < 8 { 3 } else { 2 }, "{p}");
+    }
+}

@@ -33,6 +33,7 @@ fn page(title: &str, paragraphs: &str, links: &[String]) -> Response {
 pub(crate) fn router(s: Shared) -> Router {
     let mut r = Router::new()
         .route("/page/{n}", get(chain_page))
+        .route("/blog/{n}", get(blog_page))
         .route("/private/{*rest}", get(private))
         .route("/redirect/chain/{n}", get(redirect_chain))
         .route("/redirect/long/{n}", get(redirect_long))
@@ -132,6 +133,31 @@ async fn scenarios_index() -> Response {
     .map(|s| s.to_string())
     .collect();
     page("Scenarios", "<p>Every scenario, one link each.</p>", &links)
+}
+
+/// A chain of posts whose text repeats two paragraphs of the site's own around one of its
+/// own: boilerplate that extraction keeps, for the per-host line filter.
+async fn blog_page(State(s): State<Shared>, Path(n): Path<u32>) -> Response {
+    if n == 0 || n > s.cfg.pages {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let next = if n < s.cfg.pages {
+        format!(
+            "<p>Read on: <a href=\"/blog/{}\">the next post</a> in this series, whenever you are ready.</p>",
+            n + 1
+        )
+    } else {
+        String::new()
+    };
+    page(
+        &format!("Post {n}"),
+        &format!(
+            "<p>Every post on this blog is written by volunteers, and we welcome corrections.</p>\
+             <p>Post {n} is about topic number {n}, told in a paragraph of its own words.</p>\
+             <p>Subscribe to our newsletter for a weekly round-up of everything we publish.</p>{next}"
+        ),
+        &[],
+    )
 }
 
 async fn chain_page(State(s): State<Shared>, Path(n): Path<u32>) -> Response {
