@@ -1,0 +1,418 @@
+//! The queue interface over NATS JetStream: one work-queue stream per hop, a durable pull
+//! consumer per stage, explicit acks, naks with a delay, and a dead-letter stream per stage.
+//! A message that will never succeed goes to the dead-letter stream with its reason, copied
+//! before it is removed: when a consumer terminates it, when it fails its last allowed
+//! delivery, and when the server gives up on it (the max-deliveries advisory, for a consumer
+//! that died holding it).
+//!
+//! Streams and consumers are created if missing and reused if present, so every replica
+//! runs the same start-up.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, stream};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trawl_core::queue::{Delivery, Queue};
+use trawl_core::{CoreError, CoreResult};
+
+/// One hop's queue: where it lives and how patient it is.
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    /// Stream name, e.g. `TRAWL_FETCH`.
+    pub stream: String,
+    /// The subject messages are published on, e.g. `trawl.fetch`.
+    pub subject: String,
+    /// Durable consumer name (the stage), e.g. `fetcher`.
+    pub consumer: String,
+    /// Deliveries before a message is dead-lettered.
+    pub max_deliver: i64,
+    /// How long a delivery may stay unacked before the server redelivers it.
+    pub ack_wait: Duration,
+    /// Messages the stream holds before publishers wait (back-pressure).
+    pub max_messages: i64,
+    /// Dead-letter stream and subject, e.g. `TRAWL_DLQ_FETCH` / `trawl.dlq.fetch`.
+    pub dead_letter_stream: String,
+    pub dead_letter_subject: String,
+}
+
+impl QueueConfig {
+    /// The conventional names for a hop (`fetch`, `fetched`, ...) and its consumer stage.
+    pub fn for_hop(prefix: &str, hop: &str, stage: &str) -> Self {
+        let up = |s: &str| s.to_ascii_uppercase().replace(['.', '-'], "_");
+        QueueConfig {
+            stream: format!("{}_{}", up(prefix), up(hop)),
+            subject: format!("{prefix}.{hop}"),
+            consumer: stage.to_string(),
+            max_deliver: 5,
+            ack_wait: Duration::from_secs(60),
+            max_messages: 1_000_000,
+            dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(hop)),
+            dead_letter_subject: format!("{prefix}.dlq.{hop}"),
+        }
+    }
+}
+
+fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
+    CoreError::Backend(format!("jetstream {what}: {e}"))
+}
+
+/// A queue over one JetStream stream, consumed by one durable pull consumer.
+pub struct JetStreamQueue<M> {
+    js: jetstream::Context,
+    stream: tokio::sync::Mutex<stream::Stream>,
+    consumer: PullConsumer,
+    cfg: QueueConfig,
+    inflight: Mutex<HashMap<u64, (jetstream::Message, u32)>>,
+    next_id: AtomicU64,
+    advisories: tokio::task::JoinHandle<()>,
+    _m: PhantomData<fn() -> M>,
+}
+
+impl<M> Drop for JetStreamQueue<M> {
+    fn drop(&mut self) {
+        self.advisories.abort();
+    }
+}
+
+impl<M> JetStreamQueue<M> {
+    /// Creates (or opens) the stream, its dead-letter stream and the durable consumer.
+    pub async fn connect(client: &async_nats::Client, cfg: QueueConfig) -> CoreResult<Self> {
+        let js = jetstream::new(client.clone());
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: cfg.stream.clone(),
+                subjects: vec![cfg.subject.clone()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                storage: stream::StorageType::File,
+                max_messages: cfg.max_messages,
+                discard: stream::DiscardPolicy::New,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| backend("stream", e))?;
+        js.get_or_create_stream(stream::Config {
+            name: cfg.dead_letter_stream.clone(),
+            subjects: vec![cfg.dead_letter_subject.clone()],
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| backend("dead-letter stream", e))?;
+        let consumer: PullConsumer = stream
+            .get_or_create_consumer(
+                &cfg.consumer,
+                jetstream::consumer::pull::Config {
+                    durable_name: Some(cfg.consumer.clone()),
+                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                    max_deliver: cfg.max_deliver,
+                    ack_wait: cfg.ack_wait,
+                    filter_subject: cfg.subject.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| backend("consumer", e))?;
+        let advisories = tokio::spawn(watch_max_deliveries(
+            client.clone(),
+            js.clone(),
+            cfg.clone(),
+        ));
+        Ok(JetStreamQueue {
+            js,
+            stream: tokio::sync::Mutex::new(stream),
+            consumer,
+            cfg,
+            inflight: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            advisories,
+            _m: PhantomData,
+        })
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.cfg
+    }
+
+    /// Tells the server the work on `id` goes on, so it is not redelivered yet.
+    pub async fn in_progress(&self, id: u64) -> CoreResult<()> {
+        let msg = self.with_msg(id, |m| m.clone())?;
+        msg.ack_with(AckKind::Progress)
+            .await
+            .map_err(|e| backend("progress", e))
+    }
+
+    fn with_msg<T>(&self, id: u64, f: impl FnOnce(&jetstream::Message) -> T) -> CoreResult<T> {
+        let map = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&id)
+            .map(|(m, _)| f(m))
+            .ok_or_else(|| CoreError::Backend(format!("no delivery {id} in flight")))
+    }
+
+    fn take(&self, id: u64) -> CoreResult<(jetstream::Message, u32)> {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .ok_or_else(|| CoreError::Backend(format!("no delivery {id} in flight")))
+    }
+
+    /// Copies a message to the dead-letter stream, then removes it from the work queue.
+    async fn dead_letter(
+        &self,
+        msg: &jetstream::Message,
+        reason: &str,
+        attempt: u32,
+    ) -> CoreResult<()> {
+        let seq = msg.info().map(|i| i.stream_sequence).unwrap_or(0);
+        publish_dead_letter(
+            &self.js,
+            &self.cfg,
+            msg.payload.clone(),
+            reason,
+            seq,
+            attempt,
+        )
+        .await?;
+        msg.ack_with(AckKind::Term)
+            .await
+            .map_err(|e| backend("term", e))?;
+        if seq > 0 {
+            // Work-queue streams drop terminated messages too; deleting makes it certain.
+            let _ = self.stream.lock().await.delete_message(seq).await;
+        }
+        Ok(())
+    }
+}
+
+async fn publish_dead_letter(
+    js: &jetstream::Context,
+    cfg: &QueueConfig,
+    payload: bytes::Bytes,
+    reason: &str,
+    seq: u64,
+    attempt: u32,
+) -> CoreResult<()> {
+    let mut headers = HeaderMap::new();
+    headers.insert("Trawl-Reason", reason);
+    headers.insert("Trawl-Stream", cfg.stream.as_str());
+    headers.insert("Trawl-Stream-Seq", seq.to_string().as_str());
+    headers.insert("Trawl-Deliveries", attempt.to_string().as_str());
+    js.publish_with_headers(cfg.dead_letter_subject.clone(), headers, payload)
+        .await
+        .map_err(|e| backend("dead-letter publish", e))?
+        .await
+        .map_err(|e| backend("dead-letter ack", e))?;
+    Ok(())
+}
+
+/// The server's word that a message ran out of deliveries (its consumer died holding it,
+/// or never acked it): copy it to the dead-letter stream and delete it from the queue.
+async fn watch_max_deliveries(
+    client: async_nats::Client,
+    js: jetstream::Context,
+    cfg: QueueConfig,
+) {
+    let subject = format!(
+        "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.{}",
+        cfg.stream, cfg.consumer
+    );
+    let Ok(mut sub) = client.subscribe(subject).await else {
+        tracing::warn!("cannot watch max-deliveries advisories for {}", cfg.stream);
+        return;
+    };
+    while let Some(adv) = sub.next().await {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&adv.payload) else {
+            continue;
+        };
+        let Some(seq) = v["stream_seq"].as_u64() else {
+            continue;
+        };
+        let deliveries = v["deliveries"].as_u64().unwrap_or(0) as u32;
+        let Ok(stream) = js.get_stream(&cfg.stream).await else {
+            continue;
+        };
+        // Already gone: the consumer dead-lettered it itself.
+        let Ok(raw) = stream.get_raw_message(seq).await else {
+            continue;
+        };
+        if publish_dead_letter(&js, &cfg, raw.payload, "max_deliveries", seq, deliveries)
+            .await
+            .is_ok()
+        {
+            let _ = stream.delete_message(seq).await;
+        }
+    }
+}
+
+#[async_trait]
+impl<M> Queue<M> for JetStreamQueue<M>
+where
+    M: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn publish(&self, msg: M) -> CoreResult<()> {
+        let payload: bytes::Bytes = serde_json::to_vec(&msg)
+            .map_err(|e| backend("encode", e))?
+            .into();
+        let mut wait = Duration::from_millis(20);
+        loop {
+            let ack = self
+                .js
+                .publish(self.cfg.subject.clone(), payload.clone())
+                .await
+                .map_err(|e| backend("publish", e))?;
+            match ack.await {
+                Ok(_) => return Ok(()),
+                // A full stream refuses new messages: wait for consumers (back-pressure).
+                Err(e) if e.to_string().contains("maximum messages") => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(backend("publish ack", e)),
+            }
+        }
+    }
+
+    async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<M>>> {
+        let max = max.max(1);
+        let mut got: Vec<jetstream::Message> = Vec::new();
+        // What is there now; if nothing, wait for the first, then take what else is there.
+        let fetch = |n: usize, expires: Option<Duration>| {
+            let c = &self.consumer;
+            async move {
+                let mut out = Vec::new();
+                let res = match expires {
+                    None => c.fetch().max_messages(n).messages().await,
+                    Some(d) => {
+                        c.batch()
+                            .max_messages(n)
+                            .expires(d.max(Duration::from_millis(10)))
+                            .messages()
+                            .await
+                    }
+                };
+                let mut stream = res.map_err(|e| backend("pull", e))?;
+                while let Some(m) = stream.next().await {
+                    match m {
+                        Ok(m) => out.push(m),
+                        Err(e) => tracing::debug!("pull: {e}"),
+                    }
+                }
+                Ok::<_, CoreError>(out)
+            }
+        };
+        got.extend(fetch(max, None).await?);
+        if got.is_empty() {
+            got.extend(fetch(1, Some(wait)).await?);
+            if !got.is_empty() && max > 1 {
+                got.extend(fetch(max - 1, None).await?);
+            }
+        }
+        let mut out = Vec::with_capacity(got.len());
+        for m in got {
+            let attempt = m.info().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
+            match serde_json::from_slice::<M>(&m.payload) {
+                Ok(msg) => {
+                    let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                    self.inflight
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, (m, attempt));
+                    out.push(Delivery { id, attempt, msg });
+                }
+                // Bytes no consumer can read: never retried, kept for a human.
+                Err(e) => {
+                    tracing::warn!(
+                        "{}: undecodable message dead-lettered: {e}",
+                        self.cfg.stream
+                    );
+                    let reason = format!("undecodable: {e}");
+                    let reason: String = reason.chars().take(200).collect();
+                    self.dead_letter(&m, &reason, attempt).await?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, id: u64) -> CoreResult<()> {
+        let (m, _) = self.take(id)?;
+        m.ack().await.map_err(|e| backend("ack", e))
+    }
+
+    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        if i64::from(attempt) >= self.cfg.max_deliver {
+            return self.dead_letter(&m, "max_deliveries", attempt).await;
+        }
+        m.ack_with(AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|e| backend("nak", e))
+    }
+
+    async fn term(&self, id: u64) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        self.dead_letter(&m, "terminated", attempt).await
+    }
+
+    async fn len(&self) -> CoreResult<usize> {
+        let mut s = self.stream.lock().await;
+        let info = s.info().await.map_err(|e| backend("stream info", e))?;
+        Ok(info.state.messages as usize)
+    }
+}
+
+/// One dead letter, as `trawl dlq list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeadLetter {
+    pub seq: u64,
+    pub reason: String,
+    pub deliveries: u32,
+    pub original_seq: u64,
+    pub payload: String,
+}
+
+/// Reads the dead-letter stream of one hop, oldest first.
+pub async fn dead_letters(
+    client: &async_nats::Client,
+    cfg: &QueueConfig,
+    limit: usize,
+) -> CoreResult<Vec<DeadLetter>> {
+    let js = jetstream::new(client.clone());
+    let mut stream = js
+        .get_stream(&cfg.dead_letter_stream)
+        .await
+        .map_err(|e| backend("dead-letter stream", e))?;
+    let info = stream.info().await.map_err(|e| backend("stream info", e))?;
+    let (first, last) = (info.state.first_sequence, info.state.last_sequence);
+    let mut out = Vec::new();
+    for seq in first..=last {
+        if out.len() >= limit || last == 0 {
+            break;
+        }
+        let Ok(m) = stream.get_raw_message(seq).await else {
+            continue;
+        };
+        let h = |k: &str| {
+            m.headers
+                .get(k)
+                .map(|v| v.as_str().to_string())
+                .unwrap_or_default()
+        };
+        out.push(DeadLetter {
+            seq,
+            reason: h("Trawl-Reason"),
+            deliveries: h("Trawl-Deliveries").parse().unwrap_or(0),
+            original_seq: h("Trawl-Stream-Seq").parse().unwrap_or(0),
+            payload: String::from_utf8_lossy(&m.payload).into_owned(),
+        });
+    }
+    Ok(out)
+}
