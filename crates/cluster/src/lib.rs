@@ -1,1 +1,2 @@
 pub mod jetstream;
+pub mod redis_state;

@@ -1,0 +1,340 @@
+//! The state interface in Redis, for the cluster: every multi-key step is one Lua script,
+//! and every key of a crawl carries the hash tag `{crawl}`, so a crawl lives in one cluster
+//! slot.
+//!
+//! Layout under `trawl:{crawl}:`:
+//! - `seen:<b>`: the seen-set, 64-bit URL digests split into 65,536 sets by their top 16
+//!   bits, each holding the low 48 bits as integers, so Redis keeps them as compact intsets
+//!   (8 bytes a URL at 10 million URLs) instead of strings (60 to 70 bytes).
+//! - `jobs` (seq -> job JSON), `jobhost` (seq -> host), `q:<host>` (seq by priority, one
+//!   zset per host), `byprio` (every queued seq by priority, for eviction), `ready` (hosts
+//!   with work and a free slot by next-allowed time), `host:<host>` (in flight, next allowed),
+//!   `claims:<host>` and `claimexp` (slots held, expiring if a fetcher dies), `robots:<host>`
+//!   (with a TTL), `counters`.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use redis::Script;
+use redis::aio::ConnectionManager;
+use trawl_core::state::{Claim, Enqueued, RobotsEntry, State};
+use trawl_core::{CoreError, CoreResult, FetchJob};
+
+fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
+    CoreError::Backend(format!("redis {what}: {e}"))
+}
+
+/// Helpers shared by the scripts (prepended to each).
+const LIB: &str = r#"
+local P = KEYS[1]
+local function hk(h) return P .. 'host:' .. h end
+local function qk(h) return P .. 'q:' .. h end
+local function reschedule(h, per_host)
+  local n = redis.call('ZCARD', qk(h))
+  local inflight = tonumber(redis.call('HGET', hk(h), 'inflight') or '0')
+  local nxt = tonumber(redis.call('HGET', hk(h), 'next') or '0')
+  if n > 0 and inflight < per_host then
+    redis.call('ZADD', P .. 'ready', nxt, h)
+  else
+    redis.call('ZREM', P .. 'ready', h)
+    if n == 0 and inflight <= 0 and nxt == 0 then redis.call('DEL', hk(h)) end
+  end
+end
+local function reap(now, per_host)
+  local expired = redis.call('ZRANGEBYSCORE', P .. 'claimexp', '-inf', now, 'LIMIT', 0, 100)
+  for _, m in ipairs(expired) do
+    local sep = string.find(m, '|', 1, true)
+    local h = string.sub(m, 1, sep - 1)
+    local seq = string.sub(m, sep + 1)
+    redis.call('ZREM', P .. 'claimexp', m)
+    if redis.call('ZREM', P .. 'claims:' .. h, seq) == 1 then
+      local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
+      if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
+      reschedule(h, per_host)
+    end
+  end
+  return #expired
+end
+"#;
+
+const ENQUEUE: &str = r#"
+local max_q, per_host, prio, h, job = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local evicted = 0
+if redis.call('ZCARD', P .. 'byprio') >= max_q then
+  local worst = redis.call('ZRANGE', P .. 'byprio', -1, -1, 'WITHSCORES')
+  if #worst == 0 or tonumber(worst[2]) <= prio then return -1 end
+  while redis.call('ZCARD', P .. 'byprio') >= max_q do
+    local w = redis.call('ZPOPMAX', P .. 'byprio')
+    if #w == 0 then break end
+    local wseq = w[1]
+    local wh = redis.call('HGET', P .. 'jobhost', wseq)
+    redis.call('HDEL', P .. 'jobs', wseq)
+    redis.call('HDEL', P .. 'jobhost', wseq)
+    if wh then
+      redis.call('ZREM', qk(wh), wseq)
+      reschedule(wh, per_host)
+    end
+    evicted = evicted + 1
+  end
+end
+local seq = string.format('%016x', redis.call('INCR', P .. 'seq'))
+redis.call('HSET', P .. 'jobs', seq, job)
+redis.call('HSET', P .. 'jobhost', seq, h)
+redis.call('ZADD', qk(h), prio, seq)
+redis.call('ZADD', P .. 'byprio', prio, seq)
+reschedule(h, per_host)
+return evicted
+"#;
+
+const CLAIM: &str = r#"
+local now, per_host, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+reap(now, per_host)
+local first = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', now, 'LIMIT', 0, 1)
+if #first == 0 then return false end
+local h = first[1]
+local top = redis.call('ZPOPMIN', qk(h))
+if #top == 0 then reschedule(h, per_host) return false end
+local seq = top[1]
+local job = redis.call('HGET', P .. 'jobs', seq)
+redis.call('HDEL', P .. 'jobs', seq)
+redis.call('HDEL', P .. 'jobhost', seq)
+redis.call('ZREM', P .. 'byprio', seq)
+redis.call('HINCRBY', hk(h), 'inflight', 1)
+redis.call('ZADD', P .. 'claims:' .. h, now + ttl, seq)
+redis.call('ZADD', P .. 'claimexp', now + ttl, h .. '|' .. seq)
+reschedule(h, per_host)
+return job
+"#;
+
+const RELEASE: &str = r#"
+local h, nxt, per_host = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local held = redis.call('ZPOPMIN', P .. 'claims:' .. h)
+if #held > 0 then redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1]) end
+local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
+if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
+local cur = tonumber(redis.call('HGET', hk(h), 'next') or '0')
+if nxt > cur then redis.call('HSET', hk(h), 'next', nxt) end
+reschedule(h, per_host)
+return 1
+"#;
+
+/// The host schedule, seen-set, robots cache and counters of one crawl, in Redis.
+#[derive(Clone)]
+pub struct RedisState {
+    conn: ConnectionManager,
+    prefix: String,
+    max_queued: usize,
+    per_host: u32,
+    claim_ttl_ms: u64,
+    enqueue: Script,
+    claim: Script,
+    release: Script,
+}
+
+impl RedisState {
+    /// `claim_ttl_ms`: how long a host slot stays taken by a fetcher that never releases it.
+    pub async fn connect(
+        url: &str,
+        crawl: &str,
+        max_queued: usize,
+        per_host: u32,
+        claim_ttl_ms: u64,
+    ) -> CoreResult<Self> {
+        let client = redis::Client::open(url).map_err(|e| backend("url", e))?;
+        let conn = ConnectionManager::new(client)
+            .await
+            .map_err(|e| backend("connect", e))?;
+        let script = |body: &str| Script::new(&format!("{LIB}\n{body}"));
+        Ok(RedisState {
+            conn,
+            prefix: format!("trawl:{{{crawl}}}:"),
+            max_queued: max_queued.max(1),
+            per_host: per_host.max(1),
+            claim_ttl_ms,
+            enqueue: script(ENQUEUE),
+            claim: script(CLAIM),
+            release: script(RELEASE),
+        })
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
+    pub async fn clear(&self) -> CoreResult<u64> {
+        let mut conn = self.conn.clone();
+        let pattern = format!("{}*", self.prefix.replace('{', "\\{").replace('}', "\\}"));
+        let mut cursor: u64 = 0;
+        let mut removed = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| backend("scan", e))?;
+            if !keys.is_empty() {
+                removed += keys.len() as u64;
+                let _: () = redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| backend("unlink", e))?;
+            }
+            cursor = next;
+            if cursor == 0 {
+                return Ok(removed);
+            }
+        }
+    }
+}
+
+/// 64-bit digest of a seen-set key (FNV-1a: stable across processes and releases).
+pub fn seen_digest(key: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+#[async_trait]
+impl State for RedisState {
+    async fn seen_add(&self, key: &str) -> CoreResult<bool> {
+        let d = seen_digest(key);
+        let mut conn = self.conn.clone();
+        let added: i64 = redis::cmd("SADD")
+            .arg(format!("{}seen:{:04x}", self.prefix, d >> 48))
+            .arg((d & 0xffff_ffff_ffff) as i64)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("seen", e))?;
+        Ok(added == 1)
+    }
+
+    async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
+        let json = serde_json::to_string(&job).map_err(|e| backend("encode", e))?;
+        let mut conn = self.conn.clone();
+        let evicted: i64 = self
+            .enqueue
+            .key(&self.prefix)
+            .arg(self.max_queued)
+            .arg(self.per_host)
+            .arg(job.priority)
+            .arg(&job.host)
+            .arg(json)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| backend("enqueue", e))?;
+        Ok(match evicted {
+            -1 => Enqueued::Rejected,
+            0 => Enqueued::Accepted,
+            n => Enqueued::AcceptedEvicting(n as usize),
+        })
+    }
+
+    async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
+        let mut conn = self.conn.clone();
+        let job: Option<String> = self
+            .claim
+            .key(&self.prefix)
+            .arg(now_ms)
+            .arg(self.per_host)
+            .arg(self.claim_ttl_ms)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| backend("claim", e))?;
+        match job {
+            None => Ok(None),
+            Some(j) => serde_json::from_str(&j)
+                .map(|job| Some(Claim { job }))
+                .map_err(|e| backend("decode job", e)),
+        }
+    }
+
+    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = self
+            .release
+            .key(&self.prefix)
+            .arg(host)
+            .arg(next_allowed_ms)
+            .arg(self.per_host)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| backend("release", e))?;
+        Ok(())
+    }
+
+    async fn next_ready_ms(&self) -> CoreResult<Option<u64>> {
+        let mut conn = self.conn.clone();
+        let first: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(format!("{}ready", self.prefix))
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("ready", e))?;
+        Ok(first.first().map(|(_, t)| *t as u64))
+    }
+
+    async fn queued(&self) -> CoreResult<usize> {
+        let mut conn = self.conn.clone();
+        redis::cmd("ZCARD")
+            .arg(format!("{}byprio", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("queued", e))
+    }
+
+    async fn robots_get(&self, host: &str, _now_ms: u64) -> CoreResult<Option<RobotsEntry>> {
+        let mut conn = self.conn.clone();
+        let v: Option<String> = redis::cmd("GET")
+            .arg(format!("{}robots:{host}", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("robots get", e))?;
+        // An entry that no longer decodes is as good as none: the robots file is fetched again.
+        Ok(v.and_then(|s| serde_json::from_str(&s).ok()))
+    }
+
+    async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()> {
+        let json = serde_json::to_string(&entry).map_err(|e| backend("encode", e))?;
+        let mut conn = self.conn.clone();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{}robots:{host}", self.prefix))
+            .arg(json)
+            .arg("PX")
+            .arg(ttl_ms.max(1))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("robots put", e))?;
+        Ok(())
+    }
+
+    async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64> {
+        let mut conn = self.conn.clone();
+        redis::cmd("HINCRBY")
+            .arg(format!("{}counters", self.prefix))
+            .arg(counter)
+            .arg(by)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("incr", e))
+    }
+
+    async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {
+        let mut conn = self.conn.clone();
+        redis::cmd("HGETALL")
+            .arg(format!("{}counters", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("counters", e))
+    }
+}
