@@ -161,6 +161,16 @@ impl RedisState {
         &self.prefix
     }
 
+    /// Host slots held right now (claimed and not yet released or expired).
+    pub async fn claims(&self) -> CoreResult<usize> {
+        let mut conn = self.conn.clone();
+        redis::cmd("ZCARD")
+            .arg(format!("{}claimexp", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("claims", e))
+    }
+
     /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
     pub async fn clear(&self) -> CoreResult<u64> {
         let mut conn = self.conn.clone();
