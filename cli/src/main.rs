@@ -27,6 +27,12 @@ enum Command {
     /// Write a training corpus (JSON Lines or Parquet) from a crawl or ingest, after language
     /// and quality filters and MinHash dedup, with a dataset report.
     Export(trawl::corpus::ExportArgs),
+    /// Start a crawl on the cluster (the services run with `TRAWL_CRAWL` set to its id).
+    Submit(trawl::cluster::SubmitArgs),
+    /// Per-hop lag and the counts of a crawl on the cluster.
+    Status(trawl::cluster::StatusArgs),
+    /// Dead letters of a stage: `list` or `replay`.
+    Dlq(trawl::cluster::DlqArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -62,6 +68,9 @@ fn main() -> std::process::ExitCode {
             };
         }
         Command::Ingest(args) => return run_ingest(&args),
+        Command::Submit(args) => return block_on(trawl::cluster::submit(&args)),
+        Command::Status(args) => return block_on(trawl::cluster::print_status(&args)),
+        Command::Dlq(args) => return block_on(trawl::cluster::dlq(&args)),
         Command::Crawl(opts) => opts,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -140,6 +149,26 @@ fn run_ingest(args: &trawl::corpus::IngestArgs) -> std::process::ExitCode {
             );
             std::process::ExitCode::SUCCESS
         }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn block_on(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(f) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -27,13 +27,3 @@ pub enum CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
-
-/// What a stage's service binary does until the cluster runtime exists: say so and exit 2.
-pub fn cluster_runtime_pending(binary: &str) -> ! {
-    eprintln!(
-        "{binary} {}: the cluster runtime (NATS JetStream and Redis) is not built yet; run \
-         `trawl crawl` for the embedded crawler, which runs this stage in-process",
-        env!("CARGO_PKG_VERSION")
-    );
-    std::process::exit(2)
-}

@@ -1,0 +1,244 @@
+//! The four service binaries as separate processes (one frontier, two fetchers, two
+//! extractors, one indexer) over the real nats-server and redis-server: `trawl submit
+//! --wait` drains the crawl, the pages the indexer wrote are the ones the embedded crawler
+//! writes for the same site, `/readyz` and `/metrics` answer, and SIGTERM stops every
+//! service cleanly.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::options;
+use trawl_testsite::{Robots, SiteConfig, TestSite};
+
+/// The workspace's binaries sit beside this test's directory (`target/<profile>/`).
+fn bin(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join(name);
+    p.exists().then_some(p)
+}
+
+fn services_up() -> bool {
+    let nats = std::net::TcpStream::connect("127.0.0.1:4222").is_ok();
+    let redis = std::net::TcpStream::connect("127.0.0.1:6379").is_ok();
+    if nats && redis {
+        return true;
+    }
+    if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        panic!("nats-server and redis-server required (TRAWL_REQUIRE_SERVICES=1)");
+    }
+    eprintln!("SKIPPED: nats-server or redis-server not running on loopback");
+    false
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(path).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("pages") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        for l in std::fs::read_to_string(&p).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            out.insert(
+                v["url"].as_str().unwrap().to_string(),
+                (
+                    v["status"].as_u64().unwrap(),
+                    v["title"].as_str().unwrap_or("").to_string(),
+                    v["text"].as_str().unwrap_or("").to_string(),
+                    v["duplicate_of"].is_string(),
+                ),
+            );
+        }
+    }
+    out
+}
+
+struct Services(Vec<(String, Child)>);
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls() {
+    if !services_up() {
+        return;
+    }
+    let names = [
+        "trawl",
+        "trawl-frontier",
+        "trawl-fetcher",
+        "trawl-extractor",
+        "trawl-indexer",
+    ];
+    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
+        eprintln!(
+            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
+        );
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 15,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.url("/page/1");
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("c{}", &tag[..10]), format!("p{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    let env = |c: &mut Command, port: u16| {
+        c.env("TRAWL_CRAWL", &crawl)
+            .env("TRAWL_QUEUE_PREFIX", &prefix)
+            .env("TRAWL_OUT", out.path())
+            .env("TRAWL_CONCURRENCY", "4")
+            .env("TRAWL_METRICS_ADDR", format!("127.0.0.1:{port}"))
+            .env("TRAWL_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+    };
+    let mut services = Services(Vec::new());
+    let mut ports = Vec::new();
+    for (i, stage) in [1usize, 2, 2, 3, 3, 4].iter().enumerate() {
+        let port = free_port();
+        ports.push(port);
+        let mut c = Command::new(&paths[*stage]);
+        env(&mut c, port);
+        services
+            .0
+            .push((format!("{}#{i}", names[*stage]), c.spawn().unwrap()));
+    }
+    // Before the crawl is submitted the services are alive but not ready.
+    let http = reqwest::Client::new();
+    let mut alive = false;
+    for _ in 0..50 {
+        if let Ok(r) = http
+            .get(format!("http://127.0.0.1:{}/healthz", ports[0]))
+            .send()
+            .await
+        {
+            alive = r.status().is_success();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(alive, "/healthz");
+    let r = http
+        .get(format!("http://127.0.0.1:{}/readyz", ports[0]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+
+    let mut submit = Command::new(&paths[0]);
+    submit
+        .args(["submit", &seed, "--allow-private", "--delay", "0", "--wait"])
+        .env("TRAWL_CRAWL", &crawl)
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .env("TRAWL_LOG", "warn");
+    let done = tokio::task::spawn_blocking(move || submit.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(report["drained"], true);
+    assert_eq!(report["dead_letters"], 0);
+
+    for port in &ports {
+        let r = http
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "port {port}");
+    }
+    let metrics = http
+        .get(format!("http://127.0.0.1:{}/metrics", ports[5]))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("trawl_queue_pending_messages{hop=\"fetch\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("trawl_crawl_events_total{event=\"pages.total\"}"),
+        "{metrics}"
+    );
+
+    // SIGTERM: each service drains and exits 0.
+    for (_, c) in &services.0 {
+        Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (name, c) in &mut services.0 {
+        loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                assert!(s.success(), "{name} exited with {s}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} did not stop after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    let cluster = pages(out.path());
+    let emb = tempfile::tempdir().unwrap();
+    let mut o = options(std::slice::from_ref(&seed), emb.path());
+    o.delay_ms = 0;
+    trawl::crawl(o).await.unwrap();
+    let embedded = pages(emb.path());
+    assert!(cluster.len() >= 15, "{}", cluster.len());
+    assert_eq!(cluster, embedded);
+    // Report counts agree with what was written.
+    assert_eq!(
+        report["pages_indexed"].as_u64().unwrap() as usize,
+        cluster.len()
+    );
+
+    // Leave nothing behind on the shared servers.
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    for (hop, _) in trawl_cluster::service::HOPS {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
+        let _ = js.delete_stream(&q.stream).await;
+        let _ = js.delete_stream(&q.dead_letter_stream).await;
+    }
+    let st =
+        trawl_cluster::redis_state::RedisState::connect("redis://127.0.0.1:6379", &crawl, 1, 1, 1)
+            .await
+            .unwrap();
+    st.clear().await.unwrap();
+}
