@@ -9,7 +9,8 @@
 //! - `jobs` (seq -> job JSON), `jobhost` (seq -> host), `q:<host>` (seq by priority, one
 //!   zset per host), `byprio` (every queued seq by priority, for eviction), `ready` (hosts
 //!   with work and a free slot by next-allowed time), `host:<host>` (in flight, next allowed),
-//!   `claims:<host>` and `claimexp` (slots held, expiring if a fetcher dies), `robots:<host>`
+//!   `claims:<host>`, `claimexp` and `claimjob` (slots held with their jobs; a claim nobody
+//!   releases expires, and its job goes back in the queue), `robots:<host>`
 //!   (with a TTL), `counters`.
 
 use std::collections::BTreeMap;
@@ -50,6 +51,18 @@ local function reap(now, per_host)
     if redis.call('ZREM', P .. 'claims:' .. h, seq) == 1 then
       local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
       if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
+      -- Nobody released it: whoever held the job died before fetching it (a frontier
+      -- between claim and publish, or a fetcher): the job goes back in its host's queue.
+      local held = redis.call('HGET', P .. 'claimjob', seq)
+      if held then
+        local bar = string.find(held, '|', 1, true)
+        local prio = tonumber(string.sub(held, 1, bar - 1))
+        redis.call('HSET', P .. 'jobs', seq, string.sub(held, bar + 1))
+        redis.call('HSET', P .. 'jobhost', seq, h)
+        redis.call('ZADD', qk(h), prio, seq)
+        redis.call('ZADD', P .. 'byprio', prio, seq)
+        redis.call('HDEL', P .. 'claimjob', seq)
+      end
       reschedule(h, per_host)
     end
   end
@@ -96,6 +109,7 @@ local top = redis.call('ZPOPMIN', qk(h))
 if #top == 0 then reschedule(h, per_host) return false end
 local seq = top[1]
 local job = redis.call('HGET', P .. 'jobs', seq)
+redis.call('HSET', P .. 'claimjob', seq, top[2] .. '|' .. job)
 redis.call('HDEL', P .. 'jobs', seq)
 redis.call('HDEL', P .. 'jobhost', seq)
 redis.call('ZREM', P .. 'byprio', seq)
@@ -109,7 +123,10 @@ return job
 const RELEASE: &str = r#"
 local h, nxt, per_host = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local held = redis.call('ZPOPMIN', P .. 'claims:' .. h)
-if #held > 0 then redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1]) end
+if #held > 0 then
+  redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1])
+  redis.call('HDEL', P .. 'claimjob', held[1])
+end
 local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
 if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
 local cur = tonumber(redis.call('HGET', hk(h), 'next') or '0')

@@ -43,6 +43,9 @@ pub struct ServiceConfig {
     pub model_dir: Option<String>,
     pub max_deliver: i64,
     pub ack_wait_s: u64,
+    /// A host slot claimed and never released (its holder died) frees itself after this,
+    /// and its job goes back in the queue. Longer than a fetch can take.
+    pub claim_ttl_s: u64,
 }
 
 impl Default for ServiceConfig {
@@ -62,6 +65,7 @@ impl Default for ServiceConfig {
             model_dir: None,
             max_deliver: 5,
             ack_wait_s: 120,
+            claim_ttl_s: 600,
         }
     }
 }
@@ -121,6 +125,9 @@ impl ServiceConfig {
         }
         if let Some(v) = var("TRAWL_ACK_WAIT_S") {
             c.ack_wait_s = num("TRAWL_ACK_WAIT_S", v)?;
+        }
+        if let Some(v) = var("TRAWL_CLAIM_TTL_S") {
+            c.claim_ttl_s = num("TRAWL_CLAIM_TTL_S", v)?;
         }
         if c.concurrency == 0 {
             return Err("TRAWL_CONCURRENCY must be at least 1".into());
@@ -192,7 +199,7 @@ pub async fn state_for(cfg: &ServiceConfig, spec: &CrawlSpec) -> Result<Arc<Redi
         &spec.crawl,
         spec.max_queued,
         spec.per_host,
-        10 * 60_000,
+        cfg.claim_ttl_s.max(1) * 1000,
     )
     .await
     .map(Arc::new)

@@ -134,8 +134,15 @@ async fn a_claim_held_by_a_dead_fetcher_expires() {
     assert!(s.claim(1_000).await.unwrap().is_some());
     // The fetcher dies: no release. Until the claim expires the host stays busy...
     assert!(s.claim(1_400).await.unwrap().is_none());
-    // ...then its slot comes back.
-    assert_eq!(s.claim(1_600).await.unwrap().unwrap().job.url, "http://a/2");
+    // ...then its slot comes back, and the job it held goes back in the queue (it was
+    // never fetched): nothing is lost.
+    assert_eq!(s.claim(1_600).await.unwrap().unwrap().job.url, "http://a/1");
+    s.release("a", 0).await.unwrap();
+    assert_eq!(s.claim(1_700).await.unwrap().unwrap().job.url, "http://a/2");
+    s.release("a", 0).await.unwrap();
+    // Released claims do not come back.
+    assert!(s.claim(10_000).await.unwrap().is_none());
+    assert_eq!(s.queued().await.unwrap(), 0);
     s.clear().await.unwrap();
 }
 

@@ -120,11 +120,20 @@ pub async fn run_worker(
             b = docs.pull(64, Duration::from_millis(200)) => b?,
             _ = stop.changed() => continue,
         };
-        for d in batch {
-            {
-                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+        if batch.is_empty() {
+            continue;
+        }
+        // Written and flushed before any ack: a process killed after the ack must not take
+        // buffered pages with it (a kill between flush and ack writes a page twice; the
+        // page's id makes that copy easy to drop downstream).
+        {
+            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            for d in &batch {
                 s.write(&d.msg.page)?;
             }
+            s.flush()?;
+        }
+        for d in batch {
             count_page(&*state, &d.msg.page).await?;
             docs.ack(d.id).await?;
         }
