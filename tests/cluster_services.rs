@@ -242,3 +242,140 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
             .unwrap();
     st.clear().await.unwrap();
 }
+
+/// Starts one service process with the test's environment.
+fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
+    let mut c = Command::new(path);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.env("TRAWL_METRICS_ADDR", format!("127.0.0.1:{port}"))
+        .env("TRAWL_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_killed_at_random_moments_lose_no_page() {
+    if !services_up() {
+        return;
+    }
+    let names = [
+        "trawl",
+        "trawl-frontier",
+        "trawl-fetcher",
+        "trawl-extractor",
+        "trawl-indexer",
+    ];
+    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
+        eprintln!(
+            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
+        );
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 30,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.url("/page/1");
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("k{}", &tag[..10]), format!("q{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    // Fast redelivery and claim expiry so that the killed replicas' work comes back soon;
+    // enough deliveries that kills alone never dead-letter a message.
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+        ("TRAWL_ACK_WAIT_S", "1".into()),
+        ("TRAWL_CLAIM_TTL_S", "3".into()),
+        ("TRAWL_MAX_DELIVER", "20".into()),
+    ];
+    let stages = [1usize, 2, 2, 3, 3, 4];
+    let mut services = Services(Vec::new());
+    for (i, stage) in stages.iter().enumerate() {
+        let c = spawn(&paths[*stage], &env, free_port());
+        services.0.push((format!("{}#{i}", names[*stage]), c));
+    }
+    let mut submit = Command::new(&paths[0]);
+    submit
+        .args([
+            "submit",
+            &seed,
+            "--allow-private",
+            "--delay",
+            "150",
+            "--wait",
+        ])
+        .env("TRAWL_CRAWL", &crawl)
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .env("TRAWL_LOG", "warn");
+    let waiter = tokio::task::spawn_blocking(move || submit.output());
+
+    // Ten times, at a random moment, kill -9 a random replica and start it again.
+    let mut rng = trawl_core::mutate::Rng::new(0x7a11);
+    let mut killed = Vec::new();
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(150 + rng.below(350) as u64)).await;
+        let i = rng.below(services.0.len());
+        let (name, child) = &mut services.0[i];
+        child.kill().unwrap();
+        child.wait().unwrap();
+        killed.push(name.clone());
+        *child = spawn(&paths[stages[i]], &env, free_port());
+    }
+    let done = waiter.await.unwrap().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(report["drained"], true);
+    for (_, c) in &mut services.0 {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    // Every page the embedded crawler writes is in the cluster's output, with the same
+    // content; a page may be written twice (an indexer killed between flush and ack), never
+    // lost.
+    let cluster = pages(out.path());
+    let emb = tempfile::tempdir().unwrap();
+    let mut o = options(std::slice::from_ref(&seed), emb.path());
+    o.delay_ms = 0;
+    trawl::crawl(o).await.unwrap();
+    let embedded = pages(emb.path());
+    assert_eq!(report["dead_letters"], 0, "{report}");
+    assert_eq!(
+        cluster.keys().collect::<Vec<_>>(),
+        embedded.keys().collect::<Vec<_>>(),
+        "killed: {killed:?}"
+    );
+    for (url, (status, title, text, _)) in &embedded {
+        let c = &cluster[url];
+        assert_eq!((&c.0, &c.1, &c.2), (status, title, text), "{url}");
+    }
+    eprintln!("killed and restarted: {killed:?}");
+
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    for (hop, _) in trawl_cluster::service::HOPS {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
+        let _ = js.delete_stream(&q.stream).await;
+        let _ = js.delete_stream(&q.dead_letter_stream).await;
+    }
+    let st =
+        trawl_cluster::redis_state::RedisState::connect("redis://127.0.0.1:6379", &crawl, 1, 1, 1)
+            .await
+            .unwrap();
+    st.clear().await.unwrap();
+}
