@@ -148,7 +148,16 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
 
     let mut submit = Command::new(&paths[0]);
     submit
-        .args(["submit", &seed, "--allow-private", "--delay", "0", "--wait"])
+        .args([
+            "submit",
+            &seed,
+            "--allow-private",
+            "--delay",
+            "0",
+            "--wait",
+            "--wait-timeout",
+            "120",
+        ])
         .env("TRAWL_CRAWL", &crawl)
         .env("TRAWL_QUEUE_PREFIX", &prefix)
         .env("TRAWL_LOG", "warn");
@@ -312,6 +321,8 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
             "--delay",
             "150",
             "--wait",
+            "--wait-timeout",
+            "120",
         ])
         .env("TRAWL_CRAWL", &crawl)
         .env("TRAWL_QUEUE_PREFIX", &prefix)
@@ -378,4 +389,148 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
             .await
             .unwrap();
     st.clear().await.unwrap();
+}
+
+/// A redis-server of the test's own, with AOF persistence, on a spare loopback port.
+fn start_redis(dir: &std::path::Path, port: u16) -> Option<Child> {
+    let c = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+            "--dir",
+        ])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(c);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_mid_crawl_is_survived() {
+    if !services_up() {
+        return;
+    }
+    let names = [
+        "trawl",
+        "trawl-frontier",
+        "trawl-fetcher",
+        "trawl-extractor",
+        "trawl-indexer",
+    ];
+    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
+        eprintln!(
+            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
+        );
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let Some(mut redis) = start_redis(data.path(), port) else {
+        if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+            panic!("cannot start a redis-server of this test's own");
+        }
+        eprintln!("SKIPPED: cannot start redis-server");
+        return;
+    };
+    let redis_url = format!("redis://127.0.0.1:{port}");
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 25,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.url("/page/1");
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("r{}", &tag[..10]), format!("s{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_REDIS_URL", redis_url.clone()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+        ("TRAWL_ACK_WAIT_S", "1".into()),
+        // A claim whose reply was lost in the outage frees itself (and its job) soon.
+        ("TRAWL_CLAIM_TTL_S", "3".into()),
+        ("TRAWL_MAX_DELIVER", "50".into()),
+    ];
+    let mut services = Services(Vec::new());
+    for (i, stage) in [1usize, 2, 3, 4].iter().enumerate() {
+        services.0.push((
+            format!("{}#{i}", names[*stage]),
+            spawn(&paths[*stage], &env, free_port()),
+        ));
+    }
+    let mut submit = Command::new(&paths[0]);
+    submit
+        .args([
+            "submit",
+            &seed,
+            "--allow-private",
+            "--delay",
+            "150",
+            "--wait",
+            "--wait-timeout",
+            "120",
+        ])
+        .env("TRAWL_CRAWL", &crawl)
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .env("TRAWL_REDIS_URL", &redis_url)
+        .env("TRAWL_LOG", "warn");
+    let waiter = tokio::task::spawn_blocking(move || submit.output());
+    // Mid-crawl: Redis goes down (its AOF on disk), stays down a moment, comes back.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    Command::new("kill")
+        .args(["-TERM", &redis.id().to_string()])
+        .status()
+        .unwrap();
+    redis.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut redis = start_redis(data.path(), port).expect("redis restarts on its AOF");
+    let done = waiter.await.unwrap().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    for (_, c) in &mut services.0 {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let cluster = pages(out.path());
+    let emb = tempfile::tempdir().unwrap();
+    let mut o = options(std::slice::from_ref(&seed), emb.path());
+    o.delay_ms = 0;
+    trawl::crawl(o).await.unwrap();
+    let embedded = pages(emb.path());
+    assert_eq!(
+        cluster.keys().collect::<Vec<_>>(),
+        embedded.keys().collect::<Vec<_>>()
+    );
+    let _ = redis.kill();
+    let _ = redis.wait();
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    for (hop, _) in trawl_cluster::service::HOPS {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
+        let _ = js.delete_stream(&q.stream).await;
+        let _ = js.delete_stream(&q.dead_letter_stream).await;
+    }
 }

@@ -51,6 +51,9 @@ pub struct SubmitArgs {
     /// Block until the crawl has drained, then print its counts.
     #[arg(long)]
     pub wait: bool,
+    /// With --wait: give up (exit 1) after this many seconds (0: wait as long as it takes).
+    #[arg(long, default_value_t = 0)]
+    pub wait_timeout: u64,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -189,9 +192,21 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     if args.wait {
         let mut quiet = 0;
         let mut last = std::time::Instant::now();
+        let started = std::time::Instant::now();
         loop {
+            if args.wait_timeout > 0 && started.elapsed() > Duration::from_secs(args.wait_timeout) {
+                bail!("the crawl did not drain in {} s", args.wait_timeout);
+            }
             tokio::time::sleep(Duration::from_millis(250)).await;
-            let s = status(&args.cluster, &args.crawl).await?;
+            let s = match status(&args.cluster, &args.crawl).await {
+                Ok(s) => s,
+                // NATS or Redis briefly away: keep waiting.
+                Err(e) => {
+                    tracing::warn!("status: {e:#}");
+                    quiet = 0;
+                    continue;
+                }
+            };
             quiet = if s.drained { quiet + 1 } else { 0 };
             if quiet >= 4 {
                 println!("{}", serde_json::to_string_pretty(&s)?);

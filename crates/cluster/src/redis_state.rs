@@ -25,6 +25,31 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("redis {what}: {e}"))
 }
 
+/// How long one Redis call may take. A request caught by a server restart can wait forever
+/// on a connection the client has not yet seen break; failing it lets the caller's stage
+/// restart with a fresh connection.
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+trait Within: std::future::Future<Output = redis::RedisResult<Self::T>> + Sized {
+    type T;
+    async fn within(self) -> redis::RedisResult<Self::T> {
+        match tokio::time::timeout(CALL_TIMEOUT, self).await {
+            Ok(r) => r,
+            Err(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "no answer from Redis within 5 s",
+            ))),
+        }
+    }
+}
+
+impl<F, T> Within for F
+where
+    F: std::future::Future<Output = redis::RedisResult<T>>,
+{
+    type T = T;
+}
+
 /// Helpers shared by the scripts (prepended to each).
 const LIB: &str = r#"
 local P = KEYS[1]
@@ -158,7 +183,12 @@ impl RedisState {
         claim_ttl_ms: u64,
     ) -> CoreResult<Self> {
         let client = redis::Client::open(url).map_err(|e| backend("url", e))?;
-        let conn = ConnectionManager::new(client)
+        // A request in flight when the server goes away must fail, not wait forever: the
+        // caller retries, and the manager reconnects.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(std::time::Duration::from_secs(5)))
+            .set_connection_timeout(Some(std::time::Duration::from_secs(5)));
+        let conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(|e| backend("connect", e))?;
         let script = |body: &str| Script::new(&format!("{LIB}\n{body}"));
@@ -184,6 +214,7 @@ impl RedisState {
         redis::cmd("ZCARD")
             .arg(format!("{}claimexp", self.prefix))
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("claims", e))
     }
@@ -202,6 +233,7 @@ impl RedisState {
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut conn)
+                .within()
                 .await
                 .map_err(|e| backend("scan", e))?;
             if !keys.is_empty() {
@@ -239,6 +271,7 @@ impl State for RedisState {
             .arg(format!("{}seen:{:04x}", self.prefix, d >> 48))
             .arg((d & 0xffff_ffff_ffff) as i64)
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("seen", e))?;
         Ok(added == 1)
@@ -256,6 +289,7 @@ impl State for RedisState {
             .arg(&job.host)
             .arg(json)
             .invoke_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("enqueue", e))?;
         Ok(match evicted {
@@ -274,6 +308,7 @@ impl State for RedisState {
             .arg(self.per_host)
             .arg(self.claim_ttl_ms)
             .invoke_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("claim", e))?;
         match job {
@@ -293,6 +328,7 @@ impl State for RedisState {
             .arg(next_allowed_ms)
             .arg(self.per_host)
             .invoke_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("release", e))?;
         Ok(())
@@ -306,6 +342,7 @@ impl State for RedisState {
             .arg(0)
             .arg("WITHSCORES")
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("ready", e))?;
         Ok(first.first().map(|(_, t)| *t as u64))
@@ -316,6 +353,7 @@ impl State for RedisState {
         redis::cmd("ZCARD")
             .arg(format!("{}byprio", self.prefix))
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("queued", e))
     }
@@ -325,6 +363,7 @@ impl State for RedisState {
         let v: Option<String> = redis::cmd("GET")
             .arg(format!("{}robots:{host}", self.prefix))
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("robots get", e))?;
         // An entry that no longer decodes is as good as none: the robots file is fetched again.
@@ -340,6 +379,7 @@ impl State for RedisState {
             .arg("PX")
             .arg(ttl_ms.max(1))
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("robots put", e))?;
         Ok(())
@@ -352,6 +392,7 @@ impl State for RedisState {
             .arg(counter)
             .arg(by)
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("incr", e))
     }
@@ -361,6 +402,7 @@ impl State for RedisState {
         redis::cmd("HGETALL")
             .arg(format!("{}counters", self.prefix))
             .query_async(&mut conn)
+            .within()
             .await
             .map_err(|e| backend("counters", e))
     }

@@ -348,10 +348,12 @@ pub async fn crawl_counters(redis_url: &str, crawl: &str) -> Result<BTreeMap<Str
 }
 
 /// Runs a service: configuration, endpoints, the crawl spec, then `stage` until SIGTERM.
-/// `stage` gets the stop signal and returns when its workers have drained.
+/// `stage` gets the stop signal and returns when its workers have drained. A stage that
+/// fails (NATS or Redis went away: a restart, a failover) is started again after a pause
+/// that grows to 10 s, so a backend outage stalls the crawl instead of ending the service.
 pub async fn run<F, Fut>(name: &'static str, stage: F) -> std::process::ExitCode
 where
-    F: FnOnce(
+    F: Fn(
         ServiceConfig,
         async_nats::Client,
         CrawlSpec,
@@ -376,11 +378,45 @@ where
         let Some(spec) = wait_for_spec(&cfg, &mut stop).await? else {
             return Ok(());
         };
-        let state = state_for(&cfg, &spec).await?;
+        let mut state = state_for(&cfg, &spec).await?;
         tracing::info!(crawl = %spec.crawl, stage = name, "running");
-        let r = stage(cfg, client, spec, state, stop, health).await;
-        http.abort();
-        r
+        let mut pause = Duration::from_millis(500);
+        loop {
+            let r = stage(
+                cfg.clone(),
+                client.clone(),
+                spec.clone(),
+                state.clone(),
+                stop.clone(),
+                health.clone(),
+            )
+            .await;
+            if *stop.borrow() {
+                http.abort();
+                return r;
+            }
+            health.ready.store(false, Ordering::Relaxed);
+            match r {
+                Ok(()) => tracing::warn!(
+                    stage = name,
+                    "stage ended without a stop; starting it again"
+                ),
+                Err(e) => tracing::error!(
+                    stage = name,
+                    "stage failed, starting it again in {pause:?}: {e}"
+                ),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stop.changed() => { http.abort(); return Ok(()); }
+            }
+            pause = (pause * 2).min(Duration::from_secs(10));
+            // A fresh connection: the old one may be wedged on a server that went away.
+            match state_for(&cfg, &spec).await {
+                Ok(s) => state = s,
+                Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),
+            }
+        }
     }
     .await;
     match result {

@@ -90,7 +90,12 @@ impl RedisGate {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) for crawl `crawl`.
     pub async fn connect(url: &str, crawl: &str, max_distance: u32) -> Result<Self, GateError> {
         let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
+        // A request in flight when the server goes away fails instead of hanging; the
+        // manager reconnects for the retry.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(std::time::Duration::from_secs(5)))
+            .set_connection_timeout(Some(std::time::Duration::from_secs(5)));
+        let conn = ConnectionManager::new_with_config(client, config).await?;
         Ok(Self {
             conn,
             prefix: format!("trawl:{{{crawl}}}:sh:"),

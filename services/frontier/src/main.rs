@@ -44,8 +44,11 @@ async fn main() -> std::process::ExitCode {
                 fetch as Arc<dyn Queue<FetchJob>>,
                 stop,
             );
-            let (a, b) = tokio::join!(ingest, dispatch);
-            a.and(b).map_err(|e| e.to_string())
+            // One failing half ends the stage (the service starts it again): the other must
+            // not keep it alive without its partner.
+            tokio::try_join!(ingest, dispatch)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         },
     )
     .await

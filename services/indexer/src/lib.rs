@@ -43,6 +43,19 @@ pub struct JsonlSink {
 }
 
 impl JsonlSink {
+    /// Opens `path` for appending (created if missing): a restarted writer keeps what the
+    /// file already holds.
+    pub fn append(path: &Path) -> Result<Self, IndexError> {
+        Ok(Self {
+            out: BufWriter::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            ),
+        })
+    }
+
     pub fn create(path: &Path) -> Result<Self, IndexError> {
         Ok(Self {
             out: BufWriter::new(File::create(path)?),

@@ -23,7 +23,7 @@ async fn main() -> std::process::ExitCode {
             std::process::id()
         ));
         let sink = Arc::new(std::sync::Mutex::new(
-            JsonlSink::create(&path).map_err(|e| e.to_string())?,
+            JsonlSink::append(&path).map_err(|e| e.to_string())?,
         ));
         health.ready.store(true, Ordering::Relaxed);
         let r = trawl_indexer::run_worker(
