@@ -1,8 +1,8 @@
 //! The four service binaries as separate processes (one frontier, two fetchers, two
 //! extractors, one indexer) over the real nats-server and redis-server: `trawl submit
 //! --wait` drains the crawl, the pages the indexer wrote are the ones the embedded crawler
-//! writes for the same site, `/readyz` and `/metrics` answer, and SIGTERM stops every
-//! service cleanly.
+//! writes for the same site, politely across replicas, `/readyz` and `/metrics` answer,
+//! SIGTERM stops every service cleanly; killed replicas and a Redis restart lose nothing.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::options;
-use trawl_testsite::{Robots, SiteConfig, TestSite};
+use trawl_testsite::{LogEntry, Robots, SiteConfig, TestSite};
 
 /// The workspace's binaries sit beside this test's directory (`target/<profile>/`).
 fn bin(name: &str) -> Option<PathBuf> {
@@ -62,6 +62,30 @@ fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)
         }
     }
     out
+}
+
+fn min_gap_ms(log: &[LogEntry]) -> f64 {
+    let mut log = log.to_vec();
+    log.sort_by_key(|e| e.start_us);
+    log.windows(2)
+        .map(|w| (w[1].start_us as f64 - w[0].end_us as f64) / 1000.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Most requests in flight at once (an end and a start at the same instant do not overlap).
+fn max_overlap(log: &[LogEntry]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for e in log {
+        events.push((e.start_us, 1));
+        events.push((e.end_us, -1));
+    }
+    events.sort();
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in events {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
 }
 
 struct Services(Vec<(String, Child)>);
@@ -153,7 +177,7 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
             &seed,
             "--allow-private",
             "--delay",
-            "0",
+            "100",
             "--wait",
             "--wait-timeout",
             "120",
@@ -175,6 +199,15 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
     assert_eq!(report["drained"], true);
     assert_eq!(report["dead_letters"], 0);
+
+    // Politeness across replicas, from the server's log: two fetchers, yet never two
+    // requests in flight to the host, and at least the delay between one request's end and
+    // the next one's start.
+    let log = site.log();
+    assert!(log.len() >= 15);
+    assert_eq!(max_overlap(&log), 1);
+    let gap = min_gap_ms(&log);
+    assert!(gap >= 99.0, "smallest gap {gap} ms");
 
     for port in &ports {
         let r = http
