@@ -28,8 +28,19 @@ async fn main() -> std::process::ExitCode {
             fcfg.delay = Duration::from_millis(spec.delay_ms);
             fcfg.timeout = Duration::from_secs(spec.timeout_s.max(1));
             fcfg.connect_timeout = Duration::from_secs(spec.connect_timeout_s.max(1));
-            fcfg.max_body_bytes = spec.max_body_bytes;
-            fcfg.max_decoded_bytes = spec.max_decoded_bytes;
+            // A fetched page travels as one NATS message, base64 in JSON: bodies are capped so
+            // that it fits the server's max payload (a bigger page is kept cut, with the
+            // `body_too_large` error, as in an embedded crawl). Raise the server's
+            // `max_payload` to carry bigger pages.
+            let fits = (client.server_info().max_payload * 3 / 4).saturating_sub(64 << 10);
+            if fits < spec.max_decoded_bytes || fits < spec.max_body_bytes {
+                tracing::info!(
+                    "page bodies capped at {fits} bytes to fit NATS max_payload {}",
+                    client.server_info().max_payload
+                );
+            }
+            fcfg.max_body_bytes = spec.max_body_bytes.min(fits);
+            fcfg.max_decoded_bytes = spec.max_decoded_bytes.min(fits);
             // One WARC series per replica: names carry the host name and process id.
             let warc = WarcWriterTask::start(WarcConfig {
                 dir: std::path::Path::new(&cfg.out_dir).join("warc"),
