@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -349,10 +349,4 @@ fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSe
 /// Whether `s` names a remote archive rather than a local file.
 pub fn is_url(s: &str) -> bool {
     s.starts_with("http://") || s.starts_with("https://")
-}
-
-pub fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
