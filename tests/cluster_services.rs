@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::options;
-use trawl_testsite::{LogEntry, Robots, SiteConfig, TestSite};
+use support::{max_overlap, min_gap_ms, options};
+use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 /// The workspace's binaries sit beside this test's directory (`target/<profile>/`).
 fn bin(name: &str) -> Option<PathBuf> {
@@ -64,28 +64,21 @@ fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)
     out
 }
 
-fn min_gap_ms(log: &[LogEntry]) -> f64 {
-    let mut log = log.to_vec();
-    log.sort_by_key(|e| e.start_us);
-    log.windows(2)
-        .map(|w| (w[1].start_us as f64 - w[0].end_us as f64) / 1000.0)
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// Most requests in flight at once (an end and a start at the same instant do not overlap).
-fn max_overlap(log: &[LogEntry]) -> usize {
-    let mut events: Vec<(u64, i32)> = Vec::new();
-    for e in log {
-        events.push((e.start_us, 1));
-        events.push((e.end_us, -1));
+/// Removes a test crawl's streams from the shared nats-server and its keys from `redis_url`.
+async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    for (hop, _) in trawl_cluster::service::HOPS {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop, "x");
+        let _ = js.delete_stream(&q.stream).await;
+        let _ = js.delete_stream(&q.dead_letter_stream).await;
     }
-    events.sort();
-    let (mut cur, mut max) = (0i32, 0i32);
-    for (_, d) in events {
-        cur += d;
-        max = max.max(cur);
+    if let Some(url) = redis_url {
+        let st = trawl_cluster::redis_state::RedisState::connect(url, crawl, 1, 1, 1)
+            .await
+            .unwrap();
+        st.clear().await.unwrap();
     }
-    max as usize
 }
 
 struct Services(Vec<(String, Child)>);
@@ -270,19 +263,7 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         cluster.len()
     );
 
-    // Leave nothing behind on the shared servers.
-    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_cluster::service::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
-        let _ = js.delete_stream(&q.stream).await;
-        let _ = js.delete_stream(&q.dead_letter_stream).await;
-    }
-    let st =
-        trawl_cluster::redis_state::RedisState::connect("redis://127.0.0.1:6379", &crawl, 1, 1, 1)
-            .await
-            .unwrap();
-    st.clear().await.unwrap();
+    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 
 /// Starts one service process with the test's environment.
@@ -410,18 +391,7 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
     }
     eprintln!("killed and restarted: {killed:?}");
 
-    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_cluster::service::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
-        let _ = js.delete_stream(&q.stream).await;
-        let _ = js.delete_stream(&q.dead_letter_stream).await;
-    }
-    let st =
-        trawl_cluster::redis_state::RedisState::connect("redis://127.0.0.1:6379", &crawl, 1, 1, 1)
-            .await
-            .unwrap();
-    st.clear().await.unwrap();
+    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 
 /// A redis-server of the test's own, with AOF persistence, on a spare loopback port.
@@ -559,11 +529,5 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     );
     let _ = redis.kill();
     let _ = redis.wait();
-    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_cluster::service::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, hop, "x");
-        let _ = js.delete_stream(&q.stream).await;
-        let _ = js.delete_stream(&q.dead_letter_stream).await;
-    }
+    cleanup(&prefix, &crawl, None).await;
 }

@@ -1,34 +1,10 @@
 //! Politeness, checked from the server's access log: gaps between requests to one host,
 //! concurrency per host, crawl-delay, and backing off on 429.
 
-use support::{options, page, pages};
+use support::{max_overlap, min_gap_ms, options, page, pages};
 use trawl_testsite::{LogEntry, Robots, SiteConfig, TestSite};
 
 /// Smallest gap between the end of one request and the start of the next, in ms.
-fn min_gap_ms(log: &[LogEntry]) -> f64 {
-    let mut log = log.to_vec();
-    log.sort_by_key(|e| e.start_us);
-    log.windows(2)
-        .map(|w| (w[1].start_us as f64 - w[0].end_us as f64) / 1000.0)
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// Most requests in flight at once.
-fn max_overlap(log: &[LogEntry]) -> usize {
-    let mut events: Vec<(u64, i32)> = Vec::new();
-    for e in log {
-        events.push((e.start_us, 1));
-        events.push((e.end_us, -1));
-    }
-    // Ends before starts at the same instant: touching is not overlapping.
-    events.sort();
-    let (mut cur, mut max) = (0i32, 0i32);
-    for (_, d) in events {
-        cur += d;
-        max = max.max(cur);
-    }
-    max as usize
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_separates_every_request_to_a_host() {

@@ -61,3 +61,29 @@ pub fn python_has(module: &str) -> bool {
     }
     ok
 }
+
+/// Smallest gap between one request's end and the next one's start, in ms.
+pub fn min_gap_ms(log: &[trawl_testsite::LogEntry]) -> f64 {
+    let mut log = log.to_vec();
+    log.sort_by_key(|e| e.start_us);
+    log.windows(2)
+        .map(|w| (w[1].start_us as f64 - w[0].end_us as f64) / 1000.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Most requests in flight at once.
+pub fn max_overlap(log: &[trawl_testsite::LogEntry]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for e in log {
+        events.push((e.start_us, 1));
+        events.push((e.end_us, -1));
+    }
+    // Ends before starts at the same instant: touching is not overlapping.
+    events.sort();
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in events {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}

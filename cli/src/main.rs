@@ -73,15 +73,8 @@ fn main() -> std::process::ExitCode {
         Command::Dlq(args) => return block_on(trawl::cluster::dlq(&args)),
         Command::Crawl(opts) => opts,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return std::process::ExitCode::FAILURE;
     };
     let result = rt.block_on(async {
         let (report, out) = trawl::crawl(opts).await?;
@@ -118,15 +111,8 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run_ingest(args: &trawl::corpus::IngestArgs) -> std::process::ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return std::process::ExitCode::FAILURE;
     };
     match rt.block_on(trawl::corpus::ingest(args)) {
         Ok(r) => {
@@ -157,21 +143,27 @@ fn run_ingest(args: &trawl::corpus::IngestArgs) -> std::process::ExitCode {
 }
 
 fn block_on(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime() else {
+        return std::process::ExitCode::FAILURE;
     };
     match rt.block_on(f) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            None
         }
     }
 }

@@ -347,6 +347,28 @@ pub async fn crawl_counters(redis_url: &str, crawl: &str) -> Result<BTreeMap<Str
         .map_err(|e| e.to_string())
 }
 
+/// Waits for a stage's workers. The first to fail (or panic) ends the stage: the others are
+/// stopped rather than left to run short-handed, and the service starts the stage again.
+pub async fn join_workers<E: std::fmt::Display + 'static>(
+    workers: &mut tokio::task::JoinSet<Result<(), E>>,
+) -> Result<(), String> {
+    let mut result = Ok(());
+    while let Some(r) = workers.join_next().await {
+        match r {
+            Ok(Err(e)) => {
+                result = Err(e.to_string());
+                workers.abort_all();
+            }
+            Err(e) if e.is_panic() => {
+                result = Err(format!("worker panicked: {e}"));
+                workers.abort_all();
+            }
+            _ => {}
+        }
+    }
+    result
+}
+
 /// Runs a service: configuration, endpoints, the crawl spec, then `stage` until SIGTERM.
 /// `stage` gets the stop signal and returns when its workers have drained. A stage that
 /// fails (NATS or Redis went away: a restart, a failover) is started again after a pause

@@ -39,23 +39,7 @@ async fn main() -> std::process::ExitCode {
                 };
                 workers.spawn(async move { trawl_extractor::run_worker(i, o, d, dedup, s).await });
             }
-            // The first worker to fail ends the stage (the service starts it again with a
-            // fresh connection); the others are stopped rather than left to run short-handed.
-            let mut result = Ok(());
-            while let Some(r) = workers.join_next().await {
-                match r {
-                    Ok(Err(e)) => {
-                        result = Err(e.to_string());
-                        workers.abort_all();
-                    }
-                    Err(e) if e.is_panic() => {
-                        result = Err(format!("worker panicked: {e}"));
-                        workers.abort_all();
-                    }
-                    _ => {}
-                }
-            }
-            result
+            trawl_cluster::service::join_workers(&mut workers).await
         },
     )
     .await
