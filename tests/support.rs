@@ -15,6 +15,8 @@ pub fn options(seeds: &[String], out: &Path) -> CrawlOptions {
     o.out = out.to_path_buf();
     o.progress = "none".into();
     o.timeout = 10;
+    // These tests are about crawling; the index has its own tests (index_search.rs).
+    o.index.no_index = true;
     o
 }
 

@@ -58,7 +58,7 @@ for i in $(seq 1 "$runs"); do
   rm -rf "$out/crawl-$i"
   /usr/bin/time -f "%e %P %M" -o "$out/time-trawl-$i.txt" \
     ./target/release/trawl crawl "http://127.0.0.1:$port/" --allow-private --delay 0 \
-      --concurrency 64 --out "$out/crawl-$i" --progress none
+      --concurrency 64 --out "$out/crawl-$i" --progress none --no-index
   stop
   results+=("$out/crawl-$i")
 done

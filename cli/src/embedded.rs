@@ -154,6 +154,20 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         warc.as_ref().map(|w| w.handle()),
     )?);
     let sink = Arc::new(std::sync::Mutex::new(JsonlSink::create(&pages_path)?));
+    // Opened before the first request: a missing model stops the crawl here, not after it.
+    let index_opts = opts.index.options(&opts.out);
+    let (index_tx, index_task) = if opts.index.no_index {
+        (None, None)
+    } else {
+        let ix = trawl_index::Indexer::open(index_opts.clone())
+            .await
+            .with_context(|| format!("opening the index at {}", index_opts.uri))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        (
+            Some(tx),
+            Some(tokio::spawn(trawl_indexer::run_index(ix, rx))),
+        )
+    };
 
     discovered_q
         .publish(Discovered {
@@ -216,11 +230,11 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             dedup.clone(),
             stop_rx.clone(),
         );
-        output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, g, s).await?) });
+        output.spawn(async move { Ok(trawl_extractor::run_worker(i, o, d, g, Some(3), s).await?) });
     }
     {
         let (q, k, st, s) = (docs_q.clone(), sink.clone(), state.clone(), stop_rx.clone());
-        output.spawn(async move { Ok(trawl_indexer::run_worker(q, k, st, s).await?) });
+        output.spawn(async move { Ok(trawl_indexer::run_worker(q, k, st, index_tx, s).await?) });
     }
 
     let progress = Progress::new(&opts.progress);
@@ -300,12 +314,33 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     }
     progress.finish();
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+    // The writer task has ended and dropped its sender: the index task drains and builds
+    // the search indexes.
+    let index = match index_task {
+        Some(t) => match t.await {
+            Ok(Ok(stats)) => Some(stats),
+            Ok(Err(e)) => {
+                let e = anyhow::Error::new(e).context("indexing failed");
+                if failure.is_none() {
+                    failure = Some(e);
+                } else {
+                    tracing::error!("{e:#}");
+                }
+                None
+            }
+            Err(e) => {
+                failure.get_or_insert_with(|| anyhow::anyhow!("the index task panicked: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
     let warc_files = match warc {
         Some(w) => tokio::task::spawn_blocking(move || w.finish()).await??,
         None => Vec::new(),
     };
     let counters = state.counters().await?;
-    let report = CrawlReport::build(
+    let mut report = CrawlReport::build(
         &crawl_id,
         &seeds,
         started_at,
@@ -315,6 +350,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         &warc_files,
         interrupted,
     );
+    report.index = index;
     std::fs::write(&report_path, serde_json::to_vec_pretty(&report)?)
         .with_context(|| format!("writing {}", report_path.display()))?;
     if let Some(e) = failure {

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod corpus;
 pub mod embedded;
 pub mod extract;
+pub mod index;
 pub mod options;
 pub mod progress;
 pub mod report;

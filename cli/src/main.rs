@@ -33,6 +33,10 @@ enum Command {
     Status(trawl::cluster::StatusArgs),
     /// Dead letters of a stage: `list` or `replay`.
     Dlq(trawl::cluster::DlqArgs),
+    /// Search the index of a crawl: by meaning (vector), by words (text), or both.
+    Search(trawl::index::SearchArgs),
+    /// Index (or re-index) the pages of a crawl or ingest: chunks, embeddings, LanceDB.
+    Index(trawl::index::IndexCmdArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -71,6 +75,23 @@ fn main() -> std::process::ExitCode {
         Command::Submit(args) => return block_on(trawl::cluster::submit(&args)),
         Command::Status(args) => return block_on(trawl::cluster::print_status(&args)),
         Command::Dlq(args) => return block_on(trawl::cluster::dlq(&args)),
+        Command::Search(args) => {
+            return block_on(async move {
+                let stdout = std::io::stdout();
+                let mut out = std::io::BufWriter::new(stdout.lock());
+                trawl::index::search(&args, &mut out).await?;
+                std::io::Write::flush(&mut out)?;
+                Ok(())
+            });
+        }
+        Command::Index(args) => {
+            return block_on(async move {
+                let s = trawl::index::index_pages(&args).await?;
+                let dir = args.index.index_dir.clone().unwrap_or(args.into.clone());
+                trawl::index::print_stats(&s, &dir.to_string_lossy());
+                Ok(())
+            });
+        }
         Command::Crawl(opts) => opts,
     };
     let Some(rt) = runtime() else {
@@ -90,6 +111,9 @@ fn main() -> std::process::ExitCode {
             report.out_of_scope,
             report.errors.values().sum::<i64>()
         );
+        if let Some(ix) = &report.index {
+            trawl::index::print_stats(ix, &out.dir.join("index").to_string_lossy());
+        }
         eprintln!(
             "outputs: {} , {} , {} WARC file(s) in {}",
             out.pages.display(),

@@ -101,6 +101,8 @@ pub struct CrawlOptions {
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,
+    #[command(flatten)]
+    pub index: crate::index::IndexArgs,
 }
 
 impl CrawlOptions {

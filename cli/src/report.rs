@@ -66,6 +66,9 @@ pub struct CrawlReport {
     pub frontier: FrontierStats,
     pub warc_files: Vec<PathBuf>,
     pub interrupted: bool,
+    /// The search index: pages, chunks, aliases, indexes built (absent with --no-index).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<trawl_index::IndexStats>,
 }
 
 fn prefixed(c: &BTreeMap<String, i64>, prefix: &str) -> BTreeMap<String, i64> {
@@ -137,6 +140,7 @@ impl CrawlReport {
             errors,
             warc_files: warc_files.to_vec(),
             interrupted,
+            index: None,
         }
     }
 }

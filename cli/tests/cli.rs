@@ -70,6 +70,7 @@ fn crawls_from_a_url_file_and_reports_progress() {
             "0",
             "--progress",
             "log",
+            "--no-embed",
             "--urls",
         ])
         .arg(&list)
@@ -86,6 +87,39 @@ fn crawls_from_a_url_file_and_reports_progress() {
         serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["pages"], 2);
     assert!(std::fs::read_dir(out_dir.join("warc")).unwrap().count() >= 1);
+    // Indexed by default (here without vectors); `trawl search` reads it.
+    assert!(report["index"]["chunks"].as_u64().unwrap() >= 2, "{report}");
+    assert!(err.contains("index: 2 pages"), "{err}");
+    let title =
+        serde_json::from_str::<serde_json::Value>(pages.lines().next().unwrap()).unwrap()["title"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let found = trawl()
+        .args(["search", &title, "--mode", "text", "--json", "--index"])
+        .arg(out_dir.join("index"))
+        .output()
+        .unwrap();
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let first: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["title"], title.as_str());
+    let missing = trawl()
+        .args(["search", "x", "--index"])
+        .arg(dir.path().join("nowhere"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no index at"));
     drop(site);
 }
 
@@ -110,6 +144,7 @@ fn interrupt_stops_cleanly_and_keeps_what_was_done() {
             "200",
             "--progress",
             "none",
+            "--no-embed",
         ])
         .arg(site.url("/page/1"))
         .arg("--out")

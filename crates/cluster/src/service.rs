@@ -39,8 +39,11 @@ pub struct ServiceConfig {
     pub concurrency: usize,
     /// Where the indexer writes `pages-<id>.jsonl`.
     pub out_dir: String,
+    /// Where the indexer writes the search index (LanceDB); unset: `pages-*.jsonl` only.
     pub index_uri: Option<String>,
     pub model_dir: Option<String>,
+    /// Embed chunks (needs the model); `TRAWL_EMBED=false` builds a full-text index only.
+    pub embed: bool,
     pub max_deliver: i64,
     pub ack_wait_s: u64,
     /// A host slot claimed and never released (its holder died) frees itself after this,
@@ -63,6 +66,7 @@ impl Default for ServiceConfig {
             out_dir: "./trawl-out".into(),
             index_uri: None,
             model_dir: None,
+            embed: true,
             max_deliver: 5,
             ack_wait_s: 120,
             claim_ttl_s: 600,
@@ -119,6 +123,13 @@ impl ServiceConfig {
         }
         if let Some(v) = var("TRAWL_MODEL_DIR") {
             c.model_dir = Some(v);
+        }
+        if let Some(v) = var("TRAWL_EMBED") {
+            c.embed = match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => return Err(format!("TRAWL_EMBED={v:?} is not true or false")),
+            };
         }
         if let Some(v) = var("TRAWL_MAX_DELIVER") {
             c.max_deliver = num("TRAWL_MAX_DELIVER", v)? as i64;

@@ -1,7 +1,7 @@
 //! The indexer stage: the end of the pipeline, where documents become the corpus.
 //!
-//! Today it writes every record to `pages.jsonl` and keeps the report's per-page counters;
-//! chunking, embeddings and the LanceDB index attach here (issue 5) behind the same worker.
+//! It writes every record to `pages.jsonl`, keeps the report's per-page counters, and hands
+//! pages to the knowledge base (`trawl-index`: chunks, embeddings, LanceDB).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use trawl_core::queue::Queue;
 use trawl_core::state::State;
 use trawl_core::{CoreError, Doc, PageRecord};
@@ -35,6 +35,36 @@ pub enum IndexError {
     Json(#[from] serde_json::Error),
     #[error("shared state: {0}")]
     State(#[from] CoreError),
+    #[error(transparent)]
+    Index(#[from] trawl_index::IndexError),
+    #[error("the index task stopped")]
+    IndexStopped,
+}
+
+/// The embedded runtime's index task: pages from the writer go into the knowledge base;
+/// when the channel closes, what is queued is written and the search indexes are built.
+/// Logs its progress every 10 seconds.
+pub async fn run_index(
+    mut indexer: trawl_index::Indexer,
+    mut pages: mpsc::Receiver<PageRecord>,
+) -> Result<trawl_index::IndexStats, IndexError> {
+    let mut last = std::time::Instant::now();
+    while let Some(p) = pages.recv().await {
+        indexer.add_page(&p).await?;
+        if last.elapsed() >= Duration::from_secs(10) {
+            let s = indexer.stats();
+            tracing::info!(
+                pages = s.pages,
+                chunks = s.chunks,
+                aliases = s.aliases_exact + s.aliases_near,
+                queued = pages.len(),
+                "indexing"
+            );
+            last = std::time::Instant::now();
+        }
+    }
+    tracing::info!("index: writing the last chunks and building the search indexes");
+    Ok(indexer.finish().await?)
 }
 
 /// `pages.jsonl`: one JSON object per line, appended as documents arrive.
@@ -118,11 +148,14 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
     Ok(())
 }
 
-/// Writes documents as they come. One writer per output file.
+/// Writes documents as they come. One writer per output file. With `index`, each page is
+/// also handed to the index task before its message is acked (a full channel slows the
+/// crawl down to the embedding speed instead of piling pages up in memory).
 pub async fn run_worker(
     docs: Arc<dyn Queue<Doc>>,
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
+    index: Option<mpsc::Sender<PageRecord>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), IndexError> {
     loop {
@@ -148,11 +181,69 @@ pub async fn run_worker(
         }
         for d in batch {
             count_page(&*state, &d.msg.page).await?;
+            if let Some(tx) = &index
+                && trawl_index::indexer::wants(&d.msg.page)
+            {
+                tx.send(d.msg.page)
+                    .await
+                    .map_err(|_| IndexError::IndexStopped)?;
+            }
             docs.ack(d.id).await?;
         }
     }
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
     Ok(())
+}
+
+/// The indexer service's loop: each batch is written to `pages.jsonl` and into the index
+/// (embedded, stored) before any of it is acked, so a replica killed mid-batch loses
+/// nothing: the batch comes again and its pages replace what was half written. The
+/// full-text index is refreshed every `refresh` and when the worker stops.
+pub async fn run_indexing_worker(
+    docs: Arc<dyn Queue<Doc>>,
+    sink: Arc<std::sync::Mutex<JsonlSink>>,
+    state: Arc<dyn State>,
+    mut indexer: trawl_index::Indexer,
+    refresh: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> Result<trawl_index::IndexStats, IndexError> {
+    let mut last_refresh = std::time::Instant::now();
+    let mut dirty = false;
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let batch = tokio::select! {
+            b = docs.pull(64, Duration::from_millis(500)) => b?,
+            _ = stop.changed() => continue,
+        };
+        if batch.is_empty() {
+            if dirty && last_refresh.elapsed() >= refresh {
+                indexer.finish().await?;
+                dirty = false;
+                last_refresh = std::time::Instant::now();
+            }
+            continue;
+        }
+        {
+            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            for d in &batch {
+                s.write(&d.msg.page)?;
+            }
+            s.flush()?;
+        }
+        for d in &batch {
+            indexer.add_page(&d.msg.page).await?;
+        }
+        indexer.flush().await?;
+        dirty = true;
+        for d in batch {
+            count_page(&*state, &d.msg.page).await?;
+            docs.ack(d.id).await?;
+        }
+    }
+    sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+    Ok(indexer.finish().await?)
 }
 
 #[cfg(test)]

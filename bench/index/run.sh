@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The index benchmark: embedding throughput of trawl (candle) against sentence-transformers
+# (PyTorch) on the same chunks in the same run, LanceDB insert rows/s, and search latency at
+# 1 million chunks. Results: bench/out/index.json.
+#
+#   bench/index/run.sh [CHUNKS] [RUNS]      (default 2000 chunks, 3 runs per setting)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+n_chunks="${1:-2000}"
+runs="${2:-3}"
+rows="${BENCH_ROWS:-1000000}"
+out=bench/out/index
+docs="$(rustc --print sysroot)/share/doc/rust/html"
+port=18121
+mkdir -p "$out"
+
+./scripts/fetch-model.sh >/dev/null
+st_py="${ST_PYTHON:-bench/out/stbench/bin/python}"
+if [ ! -x "$st_py" ]; then
+  python3 -m venv bench/out/stbench
+  bench/out/stbench/bin/pip install -q --disable-pip-version-check sentence-transformers
+  st_py=bench/out/stbench/bin/python
+fi
+py=.venv/bin/python3
+[ -x "$py" ] || { echo "run scripts/test.sh once first (it makes .venv with lancedb)" >&2; exit 1; }
+
+cargo build --release --locked -p trawl -p trawl-testsite
+cargo build --release --locked -p trawl-index --example index_bench
+bench_bin=target/release/examples/index_bench
+
+# The chunks: the Rust book and reference as trawl chunks them (a text-only crawl).
+if [ ! -s "$out/chunks.jsonl" ]; then
+  target/release/trawl-testsite --dir "$docs" --port "$port" --log /dev/null &
+  site=$!
+  trap 'kill $site 2>/dev/null || true' EXIT
+  for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  rm -rf "$out/crawl"
+  target/release/trawl crawl "http://127.0.0.1:$port/book/" "http://127.0.0.1:$port/reference/" \
+    --scope prefix --allow-private --delay 0 --concurrency 16 --no-embed --progress none --out "$out/crawl"
+  kill "$site"; trap - EXIT
+  "$py" - "$out/crawl/index" "$n_chunks" > "$out/chunks.jsonl" <<'PY'
+import json, sys, lancedb
+t = lancedb.connect(sys.argv[1]).open_table("chunks")
+rows = t.to_arrow().select(["id", "text"]).to_pylist()
+rows.sort(key=lambda r: r["id"])  # a fixed sample, spread over both books
+for r in rows[: int(sys.argv[2])]:
+    print(json.dumps({"text": r["text"]}))
+PY
+fi
+echo "chunks: $(wc -l < "$out/chunks.jsonl") from $out/crawl" >&2
+
+: > "$out/embed.jsonl"
+for threads in 1 2; do
+  pin=(); [ "$threads" = 1 ] && pin=(taskset -c 0)
+  for i in $(seq 1 "$runs"); do
+    RAYON_NUM_THREADS=$threads "${pin[@]}" "$bench_bin" embed "$out/chunks.jsonl" 32 \
+      | sed "s/^{/{\"threads\": $threads, /" >> "$out/embed.jsonl"
+    BENCH_THREADS=$threads OMP_NUM_THREADS=$threads "${pin[@]}" "$st_py" bench/index/st_embed.py "$out/chunks.jsonl" 32 2>/dev/null \
+      | sed "s/^{/{\"threads\": $threads, /" >> "$out/embed.jsonl"
+    tail -2 "$out/embed.jsonl" >&2
+  done
+done
+"$bench_bin" insert "$out/chunks.jsonl" "$out/insert-db" > "$out/insert.json"
+cat "$out/insert.json" >&2
+"$bench_bin" search "$out/chunks.jsonl" "$out/search-db" "$rows" 200 > "$out/search.json"
+cat "$out/search.json" >&2
+
+python3 - "$out" > bench/out/index.json <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+runs = [json.loads(l) for l in open(f"{out}/embed.jsonl")]
+summary = {}
+for threads in (1, 2):
+    for side in ("trawl", "sentence-transformers"):
+        rs = [r for r in runs if r["threads"] == threads and r["impl"].startswith(side)]
+        summary[f"{side} {threads} thread(s)"] = {
+            "chunks_per_s_median": statistics.median(r["chunks_per_s"] for r in rs),
+            "chunks_per_cpu_s_median": statistics.median(r["chunks_per_cpu_s"] for r in rs),
+            "runs": len(rs), "impl": rs[0]["impl"],
+        }
+for threads in (1, 2):
+    t = summary[f"trawl {threads} thread(s)"]["chunks_per_s_median"]
+    s = summary[f"sentence-transformers {threads} thread(s)"]["chunks_per_s_median"]
+    summary[f"ratio trawl/sentence-transformers, {threads} thread(s)"] = t / s
+summary["insert"] = json.load(open(f"{out}/insert.json"))
+summary["search"] = json.load(open(f"{out}/search.json"))
+summary["embed_runs"] = runs
+print(json.dumps(summary, indent=2))
+PY
+grep -v '"embed_runs"' bench/out/index.json | head -40

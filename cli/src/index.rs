@@ -1,0 +1,213 @@
+//! The knowledge base from the command line: the index options `trawl crawl` shares,
+//! `trawl index` (index an existing `pages.jsonl`) and `trawl search`.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use trawl_core::PageRecord;
+use trawl_index::{ChunkerConfig, IndexOptions, IndexStats, Indexer, Mode};
+
+#[derive(Debug, Clone, Args)]
+pub struct IndexArgs {
+    /// Do not build the search index.
+    #[arg(long)]
+    pub no_index: bool,
+    /// Build the full-text index only: no embeddings, no model needed.
+    #[arg(long)]
+    pub no_embed: bool,
+    /// The embedding model's directory (config.json, tokenizer.json, model.safetensors).
+    /// Default: $TRAWL_MODEL_DIR, else the cache `scripts/fetch-model.sh` fills.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Where the index goes (default: OUT/index).
+    #[arg(long = "index", value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
+    /// Word pieces per chunk, heading context included (the model reads 256, 2 of them
+    /// its own markers).
+    #[arg(long, default_value_t = 254, value_parser = clap::value_parser!(u32).range(16..=254))]
+    pub chunk_tokens: u32,
+    /// Word pieces repeated between consecutive chunks of a section.
+    #[arg(long, default_value_t = 32)]
+    pub chunk_overlap: u32,
+    /// Chunks per forward pass of the model.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub embed_batch: u32,
+    /// Rows in the index before a vector index (IVF-PQ) is built; below, search is flat
+    /// (exact).
+    #[arg(long, default_value_t = 50_000)]
+    pub vector_index_min_rows: usize,
+    /// Store a chunk whose text is already indexed from another page (exactly or within
+    /// this SimHash distance) once, as an alias of the first (0..=3).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub chunk_dedup_distance: u32,
+    /// Store every chunk, repeated passages included.
+    #[arg(long)]
+    pub no_chunk_dedup: bool,
+}
+
+impl IndexArgs {
+    pub fn options(&self, out: &Path) -> IndexOptions {
+        let dir = self.index_dir.clone().unwrap_or_else(|| out.join("index"));
+        let mut o = IndexOptions::new(dir.to_string_lossy().to_string());
+        o.embed = !self.no_embed;
+        o.model_dir = self.model_dir.clone();
+        o.chunker = ChunkerConfig {
+            max_tokens: self.chunk_tokens as usize,
+            overlap_tokens: self.chunk_overlap as usize,
+        };
+        o.batch_size = self.embed_batch as usize;
+        o.vector_index_min_rows = self.vector_index_min_rows;
+        o.dedup_distance = (!self.no_chunk_dedup).then_some(self.chunk_dedup_distance);
+        o
+    }
+}
+
+/// `trawl index`: (re)index the pages of a crawl or ingest.
+#[derive(Debug, Clone, Args)]
+pub struct IndexCmdArgs {
+    /// `pages.jsonl` files (or `-` for standard input).
+    #[arg(value_name = "PAGES", required = true)]
+    pub inputs: Vec<String>,
+    /// The index directory.
+    #[arg(long = "into", value_name = "DIR", default_value = "trawl-out/index")]
+    pub into: PathBuf,
+    #[command(flatten)]
+    pub index: IndexArgs,
+}
+
+pub async fn index_pages(args: &IndexCmdArgs) -> anyhow::Result<IndexStats> {
+    let mut opts = args.index.options(Path::new("."));
+    opts.uri = args
+        .index
+        .index_dir
+        .clone()
+        .unwrap_or_else(|| args.into.clone())
+        .to_string_lossy()
+        .to_string();
+    let mut ix = Indexer::open(opts).await?;
+    let started = std::time::Instant::now();
+    let mut last = started;
+    for input in &args.inputs {
+        let reader: Box<dyn BufRead> = if input == "-" {
+            Box::new(std::io::BufReader::new(std::io::stdin()))
+        } else {
+            Box::new(std::io::BufReader::new(
+                std::fs::File::open(input).with_context(|| format!("opening {input}"))?,
+            ))
+        };
+        for (n, line) in reader.lines().enumerate() {
+            let line = line.with_context(|| format!("reading {input}"))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let page: PageRecord = serde_json::from_str(&line)
+                .with_context(|| format!("{input}:{}: not a page record", n + 1))?;
+            ix.add_page(&page).await?;
+            if last.elapsed().as_secs() >= 5 {
+                let s = ix.stats();
+                eprintln!(
+                    "indexing: {} pages, {} chunks, {} aliases, {:.0} chunks/s",
+                    s.pages,
+                    s.chunks,
+                    s.aliases_exact + s.aliases_near,
+                    s.chunks as f64 / started.elapsed().as_secs_f64()
+                );
+                last = std::time::Instant::now();
+            }
+        }
+    }
+    Ok(ix.finish().await?)
+}
+
+pub fn print_stats(s: &IndexStats, dir: &str) {
+    eprintln!(
+        "index: {} pages ({} replaced), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
+        s.pages,
+        s.pages_replaced,
+        s.chunks,
+        s.aliases_exact + s.aliases_near,
+        s.aliases_exact,
+        s.aliases_near,
+        s.embed_seconds,
+        if s.indexes_built.is_empty() {
+            "no search indexes".to_string()
+        } else {
+            format!("search indexes: {}", s.indexes_built.join(", "))
+        },
+        dir
+    );
+}
+
+/// `trawl search`.
+#[derive(Debug, Clone, Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// The index directory.
+    #[arg(long = "index", value_name = "DIR", default_value = "trawl-out/index")]
+    pub index: PathBuf,
+    /// Results to show.
+    #[arg(short, long, default_value_t = 10)]
+    pub k: usize,
+    /// vector (meaning), text (BM25 over words) or hybrid (both, fused by rank).
+    #[arg(long, default_value = "hybrid")]
+    pub mode: Mode,
+    /// One JSON object per result.
+    #[arg(long)]
+    pub json: bool,
+    /// The embedding model's directory (as for `trawl crawl`).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+pub async fn search(args: &SearchArgs, out: &mut dyn Write) -> anyhow::Result<usize> {
+    let uri = args.index.to_string_lossy().to_string();
+    if !uri.contains("://") && !args.index.is_dir() {
+        anyhow::bail!(
+            "no index at {uri}: crawl first (`trawl crawl URL --out DIR` writes DIR/index) or pass --index"
+        );
+    }
+    let store = trawl_index::Store::open_existing(&uri).await?;
+    // A text-only index (or --mode text) needs no model; hybrid on such an index falls
+    // back to text with a note.
+    let mut mode = args.mode;
+    if store.dim().is_none() && mode == Mode::Hybrid {
+        eprintln!("note: this index has no vectors (built with --no-embed): text search only");
+        mode = Mode::Text;
+    }
+    let embedder = if mode == Mode::Text {
+        None
+    } else {
+        let dir = trawl_index::model::resolve_dir(args.model_dir.as_deref());
+        Some(tokio::task::spawn_blocking(move || trawl_index::Embedder::load(&dir)).await??)
+    };
+    let hits = trawl_index::search(&store, embedder.as_ref(), &args.query, args.k, mode).await?;
+    for (i, h) in hits.iter().enumerate() {
+        if args.json {
+            serde_json::to_writer(&mut *out, h)?;
+            writeln!(out)?;
+            continue;
+        }
+        let path = if h.heading_path.is_empty() {
+            String::new()
+        } else {
+            format!(" > {}", h.heading_path.join(" > "))
+        };
+        writeln!(out, "{}. [{:.3}] {}{}", i + 1, h.score, h.title, path)?;
+        writeln!(out, "   {}", h.url)?;
+        let snippet: String = h.text.chars().take(400).collect();
+        for line in snippet.lines().filter(|l| !l.trim().is_empty()).take(6) {
+            writeln!(out, "   | {line}")?;
+        }
+        if !h.also_at.is_empty() {
+            writeln!(out, "   also at: {}", h.also_at.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    if hits.is_empty() && !args.json {
+        writeln!(out, "no results")?;
+    }
+    Ok(hits.len())
+}

@@ -1,0 +1,162 @@
+//! Sentence embeddings with candle's BERT: mean pooling over the attention mask, then L2
+//! normalization, as sentence-transformers computes them for all-MiniLM-L6-v2.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::{IndexError, model};
+
+/// The window sentence-transformers uses for this model (`max_seq_length`); the packaged
+/// `tokenizer.json` says 128, which would cut long chunks short.
+pub const MAX_SEQ_LEN: usize = 256;
+
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dim: usize,
+}
+
+fn ml(e: candle_core::Error) -> IndexError {
+    IndexError::Model(e.to_string())
+}
+
+impl Embedder {
+    /// Loads the model from `dir` onto the CPU, or the first CUDA device when built with
+    /// the `cuda` feature and one is present.
+    pub fn load(dir: &Path) -> Result<Self, IndexError> {
+        model::check_dir(dir)?;
+        let device = pick_device()?;
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .map_err(|e| IndexError::Model(format!("{}: {e}", dir.join(f).display())))
+        };
+        let config: Config = serde_json::from_str(&read("config.json")?)
+            .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| IndexError::Tokenizer(format!("tokenizer.json: {e}")))?;
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..Default::default()
+        }));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_SEQ_LEN,
+                ..Default::default()
+            }))
+            .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
+        // Safety: the weights file is memory-mapped read-only; trawl never writes it, and
+        // the model's documentation asks the operator not to change it while it is in use.
+        let vb = unsafe {
+            VarBuilder::from_mmaped_safetensors(
+                &[dir.join("model.safetensors")],
+                DType::F32,
+                &device,
+            )
+        }
+        .map_err(ml)?;
+        let model = BertModel::load(vb, &config).map_err(ml)?;
+        Ok(Self {
+            dim: config.hidden_size,
+            model,
+            tokenizer,
+            device,
+        })
+    }
+
+    /// The vector length (384 for all-MiniLM-L6-v2).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn device_name(&self) -> &'static str {
+        match self.device {
+            Device::Cpu => "cpu",
+            Device::Cuda(_) => "cuda",
+            Device::Metal(_) => "metal",
+        }
+    }
+
+    /// Embeds `texts` in batches of `batch`, longest first (so a batch pads little), and
+    /// returns the vectors in the order of `texts`.
+    pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>, IndexError> {
+        let batch = batch.max(1);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        // Bytes stand in for length: tokenizing twice to sort would cost more than it saves.
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let mut out = vec![Vec::new(); texts.len()];
+        for group in order.chunks(batch) {
+            let inputs: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+            for (v, &i) in self.embed_batch(&inputs)?.into_iter().zip(group) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
+        let rows = encodings.len();
+        let cols = encodings.first().map_or(0, |e| e.len());
+        let mut ids = Vec::with_capacity(rows * cols);
+        let mut mask = Vec::with_capacity(rows * cols);
+        for e in &encodings {
+            ids.extend_from_slice(e.get_ids());
+            mask.extend_from_slice(e.get_attention_mask());
+        }
+        let ids = Tensor::from_vec(ids, (rows, cols), &self.device).map_err(ml)?;
+        let mask = Tensor::from_vec(mask, (rows, cols), &self.device).map_err(ml)?;
+        let types = ids.zeros_like().map_err(ml)?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask)).map_err(ml)?;
+        // Mean over the real tokens only: padding must not pull the average.
+        let m = mask
+            .to_dtype(DType::F32)
+            .map_err(ml)?
+            .unsqueeze(2)
+            .map_err(ml)?;
+        let summed = hidden.broadcast_mul(&m).map_err(ml)?.sum(1).map_err(ml)?;
+        let counts = m.sum(1).map_err(ml)?.clamp(1e-9, f64::MAX).map_err(ml)?;
+        let mean = summed.broadcast_div(&counts).map_err(ml)?;
+        let norm = mean
+            .sqr()
+            .map_err(ml)?
+            .sum_keepdim(1)
+            .map_err(ml)?
+            .sqrt()
+            .map_err(ml)?
+            .clamp(1e-12, f64::MAX)
+            .map_err(ml)?;
+        let unit = mean.broadcast_div(&norm).map_err(ml)?;
+        unit.to_device(&Device::Cpu)
+            .map_err(ml)?
+            .to_vec2::<f32>()
+            .map_err(ml)
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn pick_device() -> Result<Device, IndexError> {
+    match Device::cuda_if_available(0) {
+        Ok(d) => Ok(d),
+        Err(e) => {
+            tracing::warn!(error = %e, "no CUDA device; embedding on the CPU");
+            Ok(Device::Cpu)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn pick_device() -> Result<Device, IndexError> {
+    Ok(Device::Cpu)
+}

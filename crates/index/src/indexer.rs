@@ -1,0 +1,429 @@
+//! Pages in, chunks out: chunk, pass every chunk through the chunk gate, embed the new ones
+//! in batches, write them to LanceDB, and replace a page's chunks when it comes again.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use trawl_core::PageRecord;
+use trawl_dedup::simhash::{Fingerprint, fingerprint};
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::chunk::{Chunker, ChunkerConfig, Draft};
+use crate::embed::Embedder;
+use crate::gate::{ChunkGate, Verdict};
+use crate::store::{AliasRow, ChunkRow, Store};
+use crate::{IndexError, model};
+
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// Where the index lives (a directory or a LanceDB URI).
+    pub uri: String,
+    /// Embed chunks (needs the model); without, only the full-text index is built.
+    pub embed: bool,
+    /// The model directory; `None` = `TRAWL_MODEL_DIR`, else the fetch script's cache.
+    pub model_dir: Option<PathBuf>,
+    pub chunker: ChunkerConfig,
+    /// Chunks per forward pass of the model.
+    pub batch_size: usize,
+    /// SimHash distance under which a chunk is a near-copy; `None` turns chunk dedup off.
+    pub dedup_distance: Option<u32>,
+    /// Rows in the table before a vector index is built (below it, search is flat).
+    pub vector_index_min_rows: usize,
+    /// Chunks gathered before they are embedded and written.
+    pub flush_chunks: usize,
+}
+
+impl IndexOptions {
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            embed: true,
+            model_dir: None,
+            chunker: ChunkerConfig::default(),
+            batch_size: 32,
+            dedup_distance: Some(2),
+            vector_index_min_rows: 50_000,
+            flush_chunks: 512,
+        }
+    }
+}
+
+/// What an indexing run did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct IndexStats {
+    pub pages: u64,
+    pub pages_replaced: u64,
+    pub pages_skipped: u64,
+    pub chunks: u64,
+    pub aliases_exact: u64,
+    pub aliases_near: u64,
+    pub tokens: u64,
+    pub embed_seconds: f64,
+    pub write_seconds: f64,
+    pub indexes_built: Vec<String>,
+}
+
+pub struct Indexer {
+    opts: IndexOptions,
+    store: Store,
+    embedder: Option<Arc<Embedder>>,
+    chunker: Chunker,
+    gate: Option<ChunkGate>,
+    /// Canonical URL -> ids of its chunks and aliases, stored or pending.
+    pages: HashMap<String, Vec<String>>,
+    /// Stored chunk id -> ids of the aliases that point at it, and their pages.
+    alias_targets: HashMap<String, Vec<(String, String)>>,
+    pending: Vec<(ChunkRow, String)>,
+    pending_aliases: Vec<AliasRow>,
+    /// Pages whose stored rows go before the pending ones are written.
+    replace: HashSet<String>,
+    /// Stored chunk ids that are going away; aliases pointing at them must be resolved again.
+    orphaned: HashSet<String>,
+    stats: IndexStats,
+}
+
+/// The id of a page's `n`th chunk: stable across runs for the same canonical URL.
+pub fn chunk_id(canonical: &str, n: usize) -> String {
+    format!("{:032x}", xxh3_128(format!("{canonical}\n{n}").as_bytes()))
+}
+
+/// The URL a page is indexed under: its declared canonical URL, else where it was fetched.
+pub fn canonical_url(page: &PageRecord) -> &str {
+    page.meta
+        .canonical
+        .as_deref()
+        .filter(|c| c.starts_with("http://") || c.starts_with("https://"))
+        .unwrap_or(&page.final_url)
+}
+
+/// Pages worth indexing: a 2xx answer with text, and not a copy of another page.
+pub fn wants(page: &PageRecord) -> bool {
+    (200..300).contains(&page.status)
+        && page.error.is_none()
+        && page.duplicate_of.is_none()
+        && !page.text.trim().is_empty()
+}
+
+fn parse_ms(s: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.timestamp_millis())
+        .unwrap_or(0)
+}
+
+impl Indexer {
+    pub async fn open(opts: IndexOptions) -> Result<Self, IndexError> {
+        let embedder = if opts.embed {
+            let dir = model::resolve_dir(opts.model_dir.as_deref());
+            let e = tokio::task::spawn_blocking(move || Embedder::load(&dir))
+                .await
+                .map_err(|e| IndexError::Model(e.to_string()))??;
+            Some(Arc::new(e))
+        } else {
+            None
+        };
+        let chunker = match &embedder {
+            Some(e) => Chunker::new(e.tokenizer(), opts.chunker.clone())?,
+            None => Chunker::words(opts.chunker.clone())?,
+        };
+        let store = Store::open(&opts.uri, embedder.as_ref().map(|e| e.dim())).await?;
+        let mut gate = opts.dedup_distance.map(ChunkGate::new);
+        let mut pages: HashMap<String, Vec<String>> = HashMap::new();
+        for s in store.seed().await? {
+            if let Some(g) = gate.as_mut() {
+                g.insert(
+                    &s.id,
+                    Fingerprint {
+                        simhash: s.chunk_simhash,
+                        exact: s.chunk_hash,
+                    },
+                    s.words as usize,
+                );
+            }
+            pages.entry(s.canonical_url).or_default().push(s.id);
+        }
+        let mut alias_targets: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        for (id, canon, of) in store.alias_links().await? {
+            pages.entry(canon.clone()).or_default().push(id.clone());
+            alias_targets.entry(of).or_default().push((id, canon));
+        }
+        Ok(Self {
+            opts,
+            store,
+            embedder,
+            chunker,
+            gate,
+            pages,
+            alias_targets,
+            pending: Vec::new(),
+            pending_aliases: Vec::new(),
+            replace: HashSet::new(),
+            orphaned: HashSet::new(),
+            stats: IndexStats::default(),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn embedder(&self) -> Option<&Arc<Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    pub fn stats(&self) -> &IndexStats {
+        &self.stats
+    }
+
+    /// Chunks a page and queues its chunks; writes when enough are queued. Returns false
+    /// for a page that is not indexed (an error, a copy of another page, no text).
+    pub async fn add_page(&mut self, page: &PageRecord) -> Result<bool, IndexError> {
+        if !wants(page) {
+            self.stats.pages_skipped += 1;
+            return Ok(false);
+        }
+        let canonical = canonical_url(page).to_string();
+        if let Some(old) = self.pages.remove(&canonical) {
+            self.forget(&canonical, &old);
+            self.stats.pages_replaced += 1;
+        }
+        let title = page.title.clone().unwrap_or_default();
+        let source = page.markdown.as_deref().unwrap_or(&page.text);
+        let drafts = self.chunker.chunk(&title, source)?;
+        let fetched_at_ms = parse_ms(&page.fetched_at);
+        let page_fingerprint = page
+            .simhash
+            .as_deref()
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or_else(|| fingerprint(&page.text).simhash);
+        let total = drafts.len() as u32;
+        let mut ids = Vec::with_capacity(drafts.len());
+        for (n, d) in drafts.into_iter().enumerate() {
+            let id = chunk_id(&canonical, n);
+            ids.push(id.clone());
+            let fp = fingerprint(&d.text);
+            let words = trawl_dedup::simhash::words(&d.text).len();
+            let verdict = match &self.gate {
+                Some(g) => g.check(&fp, words),
+                None => Verdict::New,
+            };
+            let Draft {
+                heading_path,
+                text,
+                embed_text,
+                tokens,
+            } = d;
+            match verdict {
+                Verdict::Alias { of, distance } => {
+                    if distance == 0 {
+                        self.stats.aliases_exact += 1;
+                    } else {
+                        self.stats.aliases_near += 1;
+                    }
+                    self.pending_aliases.push(AliasRow {
+                        id,
+                        url: page.final_url.clone(),
+                        canonical_url: canonical.clone(),
+                        title: title.clone(),
+                        heading_path,
+                        position: n as u32,
+                        alias_of: of,
+                        distance,
+                        text,
+                        fetched_at_ms,
+                        page_fingerprint,
+                    });
+                }
+                Verdict::New => {
+                    if let Some(g) = self.gate.as_mut() {
+                        g.insert(&id, fp, words);
+                    }
+                    self.stats.chunks += 1;
+                    self.stats.tokens += tokens as u64;
+                    self.pending.push((
+                        ChunkRow {
+                            id,
+                            url: page.final_url.clone(),
+                            canonical_url: canonical.clone(),
+                            title: title.clone(),
+                            heading_path,
+                            position: n as u32,
+                            chunks_in_page: total,
+                            fetched_at_ms,
+                            page_fingerprint,
+                            chunk_hash: format!("{:032x}", fp.exact),
+                            chunk_simhash: fp.simhash,
+                            words: words as u32,
+                            tokens: tokens as u32,
+                            text,
+                            vector: None,
+                        },
+                        embed_text,
+                    ));
+                }
+            }
+        }
+        self.pages.insert(canonical, ids);
+        self.stats.pages += 1;
+        if self.pending.len() >= self.opts.flush_chunks {
+            self.flush().await?;
+        }
+        Ok(true)
+    }
+
+    /// Takes a page's earlier chunks out of the gate, the queue and (at the next flush)
+    /// the table.
+    fn forget(&mut self, canonical: &str, old: &[String]) {
+        let old_set: HashSet<&String> = old.iter().collect();
+        let before = self.pending.len() + self.pending_aliases.len();
+        self.pending.retain(|(r, _)| !old_set.contains(&r.id));
+        self.pending_aliases.retain(|a| !old_set.contains(&a.id));
+        let dropped_pending = before - self.pending.len() - self.pending_aliases.len();
+        if let Some(g) = self.gate.as_mut() {
+            for id in old {
+                g.remove(id);
+            }
+        }
+        if dropped_pending < old.len() {
+            // Some of them are in the table.
+            self.replace.insert(canonical.to_string());
+        }
+        for id in old {
+            self.orphaned.insert(id.clone());
+        }
+    }
+
+    /// Aliases (stored or pending, of other pages) that pointed at chunks now gone go
+    /// through the gate again: they become chunks of their own or point elsewhere.
+    async fn resolve_orphans(&mut self) -> Result<(), IndexError> {
+        if self.orphaned.is_empty() {
+            return Ok(());
+        }
+        let orphaned: Vec<String> = self.orphaned.drain().collect();
+        let gone: HashSet<&String> = orphaned.iter().collect();
+        let mut redo: Vec<AliasRow> = Vec::new();
+        let (keep, moved): (Vec<AliasRow>, Vec<AliasRow>) =
+            std::mem::take(&mut self.pending_aliases)
+                .into_iter()
+                .partition(|a| !gone.contains(&a.alias_of));
+        self.pending_aliases = keep;
+        redo.extend(moved);
+        let stored_targets: Vec<String> = orphaned
+            .iter()
+            .filter(|id| self.alias_targets.contains_key(*id))
+            .cloned()
+            .collect();
+        if !stored_targets.is_empty() {
+            let rows = self.store.aliases_of(&stored_targets).await?;
+            let rows: Vec<AliasRow> = rows
+                .into_iter()
+                .filter(|a| !self.replace.contains(&a.canonical_url))
+                .collect();
+            for t in &stored_targets {
+                self.alias_targets.remove(t);
+            }
+            let ids: Vec<String> = rows.iter().map(|a| a.id.clone()).collect();
+            self.store.delete_aliases(&ids).await?;
+            redo.extend(rows);
+        }
+        for a in redo {
+            let fp = fingerprint(&a.text);
+            let words = trawl_dedup::simhash::words(&a.text).len();
+            let verdict = match &self.gate {
+                Some(g) => g.check(&fp, words),
+                None => Verdict::New,
+            };
+            match verdict {
+                Verdict::Alias { of, distance } => self.pending_aliases.push(AliasRow {
+                    alias_of: of,
+                    distance,
+                    ..a
+                }),
+                Verdict::New => {
+                    if let Some(g) = self.gate.as_mut() {
+                        g.insert(&a.id, fp, words);
+                    }
+                    let tokens = self.chunker.count(&a.text)?;
+                    let embed_text = a.text.clone();
+                    let total = self.pages.get(&a.canonical_url).map_or(0, |v| v.len()) as u32;
+                    self.pending.push((
+                        ChunkRow {
+                            id: a.id,
+                            url: a.url,
+                            canonical_url: a.canonical_url,
+                            title: a.title,
+                            heading_path: a.heading_path,
+                            position: a.position,
+                            chunks_in_page: total,
+                            fetched_at_ms: a.fetched_at_ms,
+                            page_fingerprint: a.page_fingerprint,
+                            chunk_hash: format!("{:032x}", fp.exact),
+                            chunk_simhash: fp.simhash,
+                            words: words as u32,
+                            tokens: tokens as u32,
+                            text: a.text,
+                            vector: None,
+                        },
+                        embed_text,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Embeds and writes everything queued.
+    pub async fn flush(&mut self) -> Result<(), IndexError> {
+        self.resolve_orphans().await?;
+        if self.pending.is_empty() && self.pending_aliases.is_empty() && self.replace.is_empty() {
+            return Ok(());
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        if let Some(e) = &self.embedder {
+            let t = Instant::now();
+            let texts: Vec<String> = pending.iter().map(|(_, t)| t.clone()).collect();
+            let e = e.clone();
+            let batch = self.opts.batch_size;
+            let vectors = tokio::task::spawn_blocking(move || {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                e.embed(&refs, batch)
+            })
+            .await
+            .map_err(|e| IndexError::Model(e.to_string()))??;
+            for ((row, _), v) in pending.iter_mut().zip(vectors) {
+                row.vector = Some(v);
+            }
+            self.stats.embed_seconds += t.elapsed().as_secs_f64();
+        }
+        let t = Instant::now();
+        if !self.replace.is_empty() {
+            let pages: Vec<String> = self.replace.drain().collect();
+            self.store.delete_pages(&pages).await?;
+        }
+        let rows: Vec<ChunkRow> = pending.into_iter().map(|(r, _)| r).collect();
+        let aliases = std::mem::take(&mut self.pending_aliases);
+        self.store.add(&rows, &aliases).await?;
+        for a in aliases {
+            self.alias_targets
+                .entry(a.alias_of)
+                .or_default()
+                .push((a.id, a.canonical_url));
+        }
+        self.stats.write_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Writes what is queued and builds the search indexes.
+    pub async fn finish(&mut self) -> Result<IndexStats, IndexError> {
+        self.flush().await?;
+        let built = self
+            .store
+            .build_indexes(self.opts.vector_index_min_rows)
+            .await?;
+        self.stats.indexes_built = built.into_iter().map(String::from).collect();
+        Ok(self.stats.clone())
+    }
+}

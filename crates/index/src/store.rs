@@ -1,0 +1,618 @@
+//! The LanceDB side: the `chunks` table (one row per stored chunk, with its vector) and the
+//! `chunk_aliases` table (chunks stored once elsewhere), batched writes, page replacement,
+//! and the indexes.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::types::Float32Type;
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, RecordBatch, StringArray, TimestampMillisecondArray,
+    UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use futures_util::TryStreamExt;
+use lancedb::index::Index;
+use lancedb::index::scalar::FtsIndexBuilder;
+use lancedb::index::vector::IvfPqIndexBuilder;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::table::OptimizeAction;
+use lancedb::{Connection, DistanceType, Table};
+
+use crate::IndexError;
+
+pub const CHUNKS: &str = "chunks";
+pub const ALIASES: &str = "chunk_aliases";
+
+/// One stored chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRow {
+    /// Stable: a hash of the canonical URL and the chunk number.
+    pub id: String,
+    pub url: String,
+    pub canonical_url: String,
+    pub title: String,
+    pub heading_path: Vec<String>,
+    /// The chunk's number in its page, from 0.
+    pub position: u32,
+    pub chunks_in_page: u32,
+    pub fetched_at_ms: i64,
+    /// The page's SimHash.
+    pub page_fingerprint: u64,
+    /// Hash of the chunk's normalized text (128 bits, hex) and its SimHash: the chunk gate
+    /// is rebuilt from these when the index is opened again.
+    pub chunk_hash: String,
+    pub chunk_simhash: u64,
+    pub words: u32,
+    pub tokens: u32,
+    pub text: String,
+    pub vector: Option<Vec<f32>>,
+}
+
+/// A chunk not stored again: where it was seen and which stored chunk holds its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AliasRow {
+    pub id: String,
+    pub url: String,
+    pub canonical_url: String,
+    pub title: String,
+    pub heading_path: Vec<String>,
+    pub position: u32,
+    pub alias_of: String,
+    /// SimHash distance to `alias_of` (0: the same normalized text).
+    pub distance: u32,
+    pub text: String,
+    pub fetched_at_ms: i64,
+    pub page_fingerprint: u64,
+}
+
+fn db(e: lancedb::Error) -> IndexError {
+    IndexError::Store(e.to_string())
+}
+
+fn arrow(e: arrow_schema::ArrowError) -> IndexError {
+    IndexError::Store(e.to_string())
+}
+
+pub fn chunk_schema(dim: Option<usize>) -> SchemaRef {
+    let mut fields = vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("url", DataType::Utf8, false),
+        Field::new("canonical_url", DataType::Utf8, false),
+        Field::new("title", DataType::Utf8, false),
+        Field::new(
+            "heading_path",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
+        Field::new("position", DataType::UInt32, false),
+        Field::new("chunks_in_page", DataType::UInt32, false),
+        Field::new(
+            "fetched_at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("page_fingerprint", DataType::UInt64, false),
+        Field::new("chunk_hash", DataType::Utf8, false),
+        Field::new("chunk_simhash", DataType::UInt64, false),
+        Field::new("words", DataType::UInt32, false),
+        Field::new("tokens", DataType::UInt32, false),
+        Field::new("text", DataType::Utf8, false),
+    ];
+    if let Some(dim) = dim {
+        fields.push(Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                dim as i32,
+            ),
+            false,
+        ));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+pub fn alias_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("url", DataType::Utf8, false),
+        Field::new("canonical_url", DataType::Utf8, false),
+        Field::new("title", DataType::Utf8, false),
+        Field::new(
+            "heading_path",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
+        Field::new("position", DataType::UInt32, false),
+        Field::new("alias_of", DataType::Utf8, false),
+        Field::new("distance", DataType::UInt32, false),
+        Field::new("text", DataType::Utf8, false),
+        Field::new(
+            "fetched_at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("page_fingerprint", DataType::UInt64, false),
+    ]))
+}
+
+fn strings<'a>(v: impl Iterator<Item = &'a str>) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(v))
+}
+
+fn paths<'a>(v: impl Iterator<Item = &'a [String]>) -> ArrayRef {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for p in v {
+        for h in p {
+            b.values().append_value(h);
+        }
+        b.append(true);
+    }
+    Arc::new(b.finish())
+}
+
+fn chunk_batch(
+    rows: &[ChunkRow],
+    schema: &SchemaRef,
+    dim: Option<usize>,
+) -> Result<RecordBatch, IndexError> {
+    let mut cols: Vec<ArrayRef> = vec![
+        strings(rows.iter().map(|r| r.id.as_str())),
+        strings(rows.iter().map(|r| r.url.as_str())),
+        strings(rows.iter().map(|r| r.canonical_url.as_str())),
+        strings(rows.iter().map(|r| r.title.as_str())),
+        paths(rows.iter().map(|r| r.heading_path.as_slice())),
+        Arc::new(UInt32Array::from_iter_values(
+            rows.iter().map(|r| r.position),
+        )),
+        Arc::new(UInt32Array::from_iter_values(
+            rows.iter().map(|r| r.chunks_in_page),
+        )),
+        Arc::new(
+            TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.fetched_at_ms))
+                .with_timezone("UTC"),
+        ),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.page_fingerprint),
+        )),
+        strings(rows.iter().map(|r| r.chunk_hash.as_str())),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.chunk_simhash),
+        )),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.words))),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.tokens))),
+        strings(rows.iter().map(|r| r.text.as_str())),
+    ];
+    if let Some(dim) = dim {
+        let mut vectors = Vec::with_capacity(rows.len());
+        for r in rows {
+            match &r.vector {
+                Some(v) if v.len() == dim => {
+                    vectors.push(Some(v.iter().map(|x| Some(*x)).collect::<Vec<_>>()))
+                }
+                _ => {
+                    return Err(IndexError::Store(format!(
+                        "chunk {} has no {dim}-dimensional vector",
+                        r.id
+                    )));
+                }
+            }
+        }
+        cols.push(Arc::new(FixedSizeListArray::from_iter_primitive::<
+            Float32Type,
+            _,
+            _,
+        >(vectors, dim as i32)));
+    }
+    RecordBatch::try_new(schema.clone(), cols).map_err(arrow)
+}
+
+fn alias_batch(rows: &[AliasRow]) -> Result<RecordBatch, IndexError> {
+    RecordBatch::try_new(
+        alias_schema(),
+        vec![
+            strings(rows.iter().map(|r| r.id.as_str())),
+            strings(rows.iter().map(|r| r.url.as_str())),
+            strings(rows.iter().map(|r| r.canonical_url.as_str())),
+            strings(rows.iter().map(|r| r.title.as_str())),
+            paths(rows.iter().map(|r| r.heading_path.as_slice())),
+            Arc::new(UInt32Array::from_iter_values(
+                rows.iter().map(|r| r.position),
+            )),
+            strings(rows.iter().map(|r| r.alias_of.as_str())),
+            Arc::new(UInt32Array::from_iter_values(
+                rows.iter().map(|r| r.distance),
+            )),
+            strings(rows.iter().map(|r| r.text.as_str())),
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.fetched_at_ms))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|r| r.page_fingerprint),
+            )),
+        ],
+    )
+    .map_err(arrow)
+}
+
+/// A SQL string literal.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// What the gate needs of every stored chunk, read back when an index is reopened.
+pub struct Seed {
+    pub id: String,
+    pub canonical_url: String,
+    pub chunk_hash: u128,
+    pub chunk_simhash: u64,
+    pub words: u32,
+}
+
+pub struct Store {
+    conn: Connection,
+    chunks: Table,
+    aliases: Table,
+    dim: Option<usize>,
+    schema: SchemaRef,
+}
+
+impl Store {
+    /// Opens (or creates) the index at `uri` (a directory, or any URI LanceDB takes).
+    /// `dim` is the vector length, `None` for a full-text-only index. An index built with
+    /// vectors cannot take chunks without, nor the other way round.
+    pub async fn open(uri: &str, dim: Option<usize>) -> Result<Self, IndexError> {
+        if !uri.contains("://") {
+            std::fs::create_dir_all(uri).map_err(|e| IndexError::Store(format!("{uri}: {e}")))?;
+        }
+        let conn = lancedb::connect(uri).execute().await.map_err(db)?;
+        let names = conn.table_names().execute().await.map_err(db)?;
+        let schema = chunk_schema(dim);
+        let chunks = if names.iter().any(|n| n == CHUNKS) {
+            let t = conn.open_table(CHUNKS).execute().await.map_err(db)?;
+            let have = t.schema().await.map_err(db)?;
+            let have_dim = have
+                .field_with_name("vector")
+                .ok()
+                .and_then(|f| match f.data_type() {
+                    DataType::FixedSizeList(_, n) => Some(*n as usize),
+                    _ => None,
+                });
+            if have_dim != dim {
+                let say = |d: Option<usize>| {
+                    d.map_or("no vectors".to_string(), |d| {
+                        format!("{d}-dimensional vectors")
+                    })
+                };
+                return Err(IndexError::Store(format!(
+                    "the index at {uri} holds {}, this run makes {}: use another index directory, or the same embedding settings",
+                    say(have_dim),
+                    say(dim)
+                )));
+            }
+            t
+        } else {
+            conn.create_empty_table(CHUNKS, schema.clone())
+                .execute()
+                .await
+                .map_err(db)?
+        };
+        let aliases = if names.iter().any(|n| n == ALIASES) {
+            conn.open_table(ALIASES).execute().await.map_err(db)?
+        } else {
+            conn.create_empty_table(ALIASES, alias_schema())
+                .execute()
+                .await
+                .map_err(db)?
+        };
+        Ok(Self {
+            conn,
+            chunks,
+            aliases,
+            dim,
+            schema,
+        })
+    }
+
+    /// Opens an existing index for reading; a clear error when there is none.
+    pub async fn open_existing(uri: &str) -> Result<Self, IndexError> {
+        let conn = lancedb::connect(uri).execute().await.map_err(db)?;
+        let names = conn.table_names().execute().await.map_err(db)?;
+        if !names.iter().any(|n| n == CHUNKS) {
+            return Err(IndexError::Store(format!(
+                "no index at {uri} (no `{CHUNKS}` table): run `trawl crawl` first, or point --index at its out/index"
+            )));
+        }
+        let chunks = conn.open_table(CHUNKS).execute().await.map_err(db)?;
+        let schema = chunks.schema().await.map_err(db)?;
+        let dim = schema
+            .field_with_name("vector")
+            .ok()
+            .and_then(|f| match f.data_type() {
+                DataType::FixedSizeList(_, n) => Some(*n as usize),
+                _ => None,
+            });
+        let aliases = match conn.open_table(ALIASES).execute().await {
+            Ok(t) => t,
+            Err(_) => conn
+                .create_empty_table(ALIASES, alias_schema())
+                .execute()
+                .await
+                .map_err(db)?,
+        };
+        Ok(Self {
+            conn,
+            chunks,
+            aliases,
+            dim,
+            schema,
+        })
+    }
+
+    pub fn dim(&self) -> Option<usize> {
+        self.dim
+    }
+
+    pub fn chunks(&self) -> &Table {
+        &self.chunks
+    }
+
+    pub fn aliases(&self) -> &Table {
+        &self.aliases
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Removes every chunk and alias of these pages (by canonical URL).
+    pub async fn delete_pages(&self, canonical: &[String]) -> Result<(), IndexError> {
+        for group in canonical.chunks(256) {
+            let list = group
+                .iter()
+                .map(|u| quote(u))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let pred = format!("canonical_url IN ({list})");
+            self.chunks.delete(pred.as_str()).await.map_err(db)?;
+            self.aliases.delete(pred.as_str()).await.map_err(db)?;
+        }
+        Ok(())
+    }
+
+    /// Appends rows (one commit per table that gets any).
+    pub async fn add(&self, chunks: &[ChunkRow], aliases: &[AliasRow]) -> Result<(), IndexError> {
+        if !chunks.is_empty() {
+            let batch = chunk_batch(chunks, &self.schema, self.dim)?;
+            self.chunks.add(batch).execute().await.map_err(db)?;
+        }
+        if !aliases.is_empty() {
+            self.aliases
+                .add(alias_batch(aliases)?)
+                .execute()
+                .await
+                .map_err(db)?;
+        }
+        Ok(())
+    }
+
+    pub async fn count(&self) -> Result<(usize, usize), IndexError> {
+        Ok((
+            self.chunks.count_rows(None).await.map_err(db)?,
+            self.aliases.count_rows(None).await.map_err(db)?,
+        ))
+    }
+
+    /// Everything the chunk gate and the page map need, from the stored chunks.
+    pub async fn seed(&self) -> Result<Vec<Seed>, IndexError> {
+        let batches: Vec<RecordBatch> = self
+            .chunks
+            .query()
+            .select(Select::columns(&[
+                "id",
+                "canonical_url",
+                "chunk_hash",
+                "chunk_simhash",
+                "words",
+            ]))
+            .execute()
+            .await
+            .map_err(db)?
+            .try_collect()
+            .await
+            .map_err(db)?;
+        let mut out = Vec::new();
+        for b in batches {
+            let id = col::<StringArray>(&b, "id")?;
+            let canon = col::<StringArray>(&b, "canonical_url")?;
+            let hash = col::<StringArray>(&b, "chunk_hash")?;
+            let sim = col::<UInt64Array>(&b, "chunk_simhash")?;
+            let words = col::<UInt32Array>(&b, "words")?;
+            for i in 0..b.num_rows() {
+                out.push(Seed {
+                    id: id.value(i).to_string(),
+                    canonical_url: canon.value(i).to_string(),
+                    chunk_hash: u128::from_str_radix(hash.value(i), 16).unwrap_or(0),
+                    chunk_simhash: sim.value(i),
+                    words: words.value(i),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The alias rows that point at any of `targets`.
+    pub async fn aliases_of(&self, targets: &[String]) -> Result<Vec<AliasRow>, IndexError> {
+        let mut out = Vec::new();
+        for group in targets.chunks(256) {
+            let list = group
+                .iter()
+                .map(|u| quote(u))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let batches: Vec<RecordBatch> = self
+                .aliases
+                .query()
+                .only_if(format!("alias_of IN ({list})"))
+                .execute()
+                .await
+                .map_err(db)?
+                .try_collect()
+                .await
+                .map_err(db)?;
+            for b in &batches {
+                out.extend(alias_rows(b)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes alias rows by id.
+    pub async fn delete_aliases(&self, ids: &[String]) -> Result<(), IndexError> {
+        for group in ids.chunks(256) {
+            let list = group
+                .iter()
+                .map(|u| quote(u))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.aliases
+                .delete(format!("id IN ({list})").as_str())
+                .await
+                .map_err(db)?;
+        }
+        Ok(())
+    }
+
+    /// Every alias row (id, its page, the chunk it points at).
+    pub async fn alias_links(&self) -> Result<Vec<(String, String, String)>, IndexError> {
+        let batches: Vec<RecordBatch> = self
+            .aliases
+            .query()
+            .select(Select::columns(&["id", "canonical_url", "alias_of"]))
+            .execute()
+            .await
+            .map_err(db)?
+            .try_collect()
+            .await
+            .map_err(db)?;
+        let mut out = Vec::new();
+        for b in batches {
+            let id = col::<StringArray>(&b, "id")?;
+            let canon = col::<StringArray>(&b, "canonical_url")?;
+            let of = col::<StringArray>(&b, "alias_of")?;
+            for i in 0..b.num_rows() {
+                out.push((
+                    id.value(i).to_string(),
+                    canon.value(i).to_string(),
+                    of.value(i).to_string(),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Builds what searching needs: the full-text index on `text` (rebuilt to take new
+    /// rows), and, once the table holds `vector_index_min_rows` chunks, an IVF-PQ vector
+    /// index (below that a flat search is exact and fast enough). Returns what it built.
+    pub async fn build_indexes(
+        &self,
+        vector_index_min_rows: usize,
+    ) -> Result<Vec<&'static str>, IndexError> {
+        let rows = self.chunks.count_rows(None).await.map_err(db)?;
+        let mut built = Vec::new();
+        if rows == 0 {
+            return Ok(built);
+        }
+        let indices = self.chunks.list_indices().await.map_err(db)?;
+        let has = |col: &str| indices.iter().any(|i| i.columns.iter().any(|c| c == col));
+        if has("text") {
+            self.chunks
+                .optimize(OptimizeAction::Index(Default::default()))
+                .await
+                .map_err(db)?;
+            built.push("text (updated)");
+        } else {
+            self.chunks
+                .create_index(&["text"], Index::FTS(FtsIndexBuilder::default()))
+                .execute()
+                .await
+                .map_err(db)?;
+            built.push("text");
+        }
+        if self.dim.is_some() && rows >= vector_index_min_rows.max(256) {
+            if has("vector") {
+                if !built.contains(&"text (updated)") {
+                    self.chunks
+                        .optimize(OptimizeAction::Index(Default::default()))
+                        .await
+                        .map_err(db)?;
+                }
+                built.push("vector (updated)");
+            } else {
+                self.chunks
+                    .create_index(
+                        &["vector"],
+                        Index::IvfPq(
+                            IvfPqIndexBuilder::default().distance_type(DistanceType::Cosine),
+                        ),
+                    )
+                    .execute()
+                    .await
+                    .map_err(db)?;
+                built.push("vector");
+            }
+        }
+        Ok(built)
+    }
+}
+
+pub(crate) fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> Result<&'a T, IndexError> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| IndexError::Store(format!("column {name} is missing or of another type")))
+}
+
+pub(crate) fn heading_paths(b: &RecordBatch) -> Result<Vec<Vec<String>>, IndexError> {
+    let list = col::<arrow_array::ListArray>(b, "heading_path")?;
+    let mut out = Vec::with_capacity(b.num_rows());
+    for i in 0..b.num_rows() {
+        let v = list.value(i);
+        let s = v
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| IndexError::Store("heading_path is not a list of strings".into()))?;
+        out.push((0..s.len()).map(|j| s.value(j).to_string()).collect());
+    }
+    Ok(out)
+}
+
+fn alias_rows(b: &RecordBatch) -> Result<Vec<AliasRow>, IndexError> {
+    let id = col::<StringArray>(b, "id")?;
+    let url = col::<StringArray>(b, "url")?;
+    let canon = col::<StringArray>(b, "canonical_url")?;
+    let title = col::<StringArray>(b, "title")?;
+    let pos = col::<UInt32Array>(b, "position")?;
+    let of = col::<StringArray>(b, "alias_of")?;
+    let dist = col::<UInt32Array>(b, "distance")?;
+    let text = col::<StringArray>(b, "text")?;
+    let at = col::<TimestampMillisecondArray>(b, "fetched_at")?;
+    let fp = col::<UInt64Array>(b, "page_fingerprint")?;
+    let paths = heading_paths(b)?;
+    Ok((0..b.num_rows())
+        .zip(paths)
+        .map(|(i, heading_path)| AliasRow {
+            id: id.value(i).to_string(),
+            url: url.value(i).to_string(),
+            canonical_url: canon.value(i).to_string(),
+            title: title.value(i).to_string(),
+            heading_path,
+            position: pos.value(i),
+            alias_of: of.value(i).to_string(),
+            distance: dist.value(i),
+            text: text.value(i).to_string(),
+            fetched_at_ms: at.value(i),
+            page_fingerprint: fp.value(i),
+        })
+        .collect())
+}

@@ -1,0 +1,52 @@
+//! candle's embeddings against sentence-transformers' reference vectors
+//! (`shared/data/embeddings/reference.json`): cosine >= 0.9999 for every text, including
+//! one past the 256-word-piece window.
+
+mod common;
+
+use trawl_index::Embedder;
+
+#[test]
+fn embeddings_match_sentence_transformers() {
+    let (Some(dir), Some(reference)) = (
+        common::model_dir(),
+        common::shared("data/embeddings/reference.json"),
+    ) else {
+        return;
+    };
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    let items = data["items"].as_array().unwrap();
+    assert!(items.len() >= 16);
+    let texts: Vec<&str> = items.iter().map(|i| i["text"].as_str().unwrap()).collect();
+    let e = Embedder::load(&dir).unwrap();
+    assert_eq!(e.dim(), 384);
+    // Batched with padding (batch 5 mixes long and short texts) and one by one.
+    for batch in [5, 1] {
+        let got = e.embed(&texts, batch).unwrap();
+        for (item, v) in items.iter().zip(&got) {
+            let want: Vec<f32> = item["embedding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            let dot: f32 = v.iter().zip(&want).map(|(a, b)| a * b).sum();
+            let na: f32 = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+            let nb: f32 = want.iter().map(|a| a * a).sum::<f32>().sqrt();
+            let cos = dot / (na * nb);
+            assert!((na - 1.0).abs() < 1e-4, "not normalized: {na}");
+            assert!(
+                cos >= 0.9999,
+                "batch {batch}: cosine {cos} for {:?} ({} word pieces)",
+                item["text"]
+                    .as_str()
+                    .unwrap()
+                    .chars()
+                    .take(60)
+                    .collect::<String>(),
+                item["tokens_untruncated"]
+            );
+        }
+    }
+}
