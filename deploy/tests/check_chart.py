@@ -1,0 +1,189 @@
+"""Renders the Helm chart with real Helm (helm-python-sdk) for the default values and every
+values file in deploy/helm/trawl/ci/, lints it, validates every built-in Kubernetes object
+against the Kubernetes schemas (kubernetes-validate, strict: unknown fields fail), and
+checks what the chart promises: probes, security context, grace periods, KEDA triggers
+with what the nats-jetstream scaler needs, HPAs when KEDA is off, GPU indexers, Secret
+references. Exits non-zero with every failure listed."""
+
+import copy
+import pathlib
+import sys
+
+import helm_python
+import kubernetes_validate
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "trawl"
+K8S_VERSION = "1.30.0"
+STAGES = ["frontier", "fetcher", "extractor", "indexer"]
+STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "indexer": "TRAWL_DOCS"}
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def merge(base, over):
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def render(values):
+    chart = helm_python.Chart.load(str(CHART))
+    files = chart.render(values, name="trawl", namespace="crawl")
+    docs = []
+    for path, text in files.items():
+        if path.endswith("NOTES.txt"):
+            continue
+        for d in yaml.safe_load_all(text):
+            if d:
+                docs.append(d)
+    return docs
+
+
+def by_kind(docs, kind):
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def check_case(name, values, over):
+    docs = render(values)
+    tag = f"[{name}]"
+    builtin = [d for d in docs if d["apiVersion"].split("/")[0] in ("v1", "apps", "policy", "autoscaling")]
+    for d in builtin:
+        try:
+            kubernetes_validate.validate(d, K8S_VERSION, strict=True)
+        except Exception as e:  # noqa: BLE001 - report every kind of failure
+            failures.append(f"{tag} {d['kind']}/{d['metadata']['name']}: {e}")
+    deployments = by_kind(docs, "Deployment")
+    eff = merge(yaml.safe_load((CHART / "values.yaml").read_text()), over)
+    keda = eff["keda"]["enabled"]
+    for stage in STAGES:
+        dep = deployments.get(f"trawl-{stage}")
+        if not check(dep is not None, f"{tag} no Deployment for {stage}"):
+            continue
+        spec = dep["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        check(c["command"] == [f"/usr/local/bin/trawl-{stage}"], f"{tag} {stage} runs {c['command']}")
+        check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{tag} {stage} liveness")
+        check(c["readinessProbe"]["httpGet"]["path"] == "/readyz", f"{tag} {stage} readiness")
+        check(spec["securityContext"].get("runAsNonRoot") is True, f"{tag} {stage} may run as root")
+        check(c["securityContext"].get("allowPrivilegeEscalation") is False, f"{tag} {stage} privilege escalation")
+        check(c["securityContext"].get("readOnlyRootFilesystem") is True, f"{tag} {stage} writable root")
+        drain = eff["queue"]["ackWaitSeconds"] if stage != "frontier" else 30
+        check(spec["terminationGracePeriodSeconds"] >= min(drain, 60),
+              f"{tag} {stage} grace {spec['terminationGracePeriodSeconds']}s is shorter than the drain")
+        env = {e["name"]: e for e in c.get("env", [])}
+        check("TRAWL_CONCURRENCY" in env, f"{tag} {stage} has no TRAWL_CONCURRENCY")
+        auto = eff["stages"][stage]["autoscaling"]["enabled"] and stage != "frontier"
+        check(("replicas" in dep["spec"]) != auto, f"{tag} {stage}: replicas set beside an autoscaler or missing without one")
+        secret = eff["nats"]["auth"]["existingSecret"]
+        if secret:
+            ref = env.get("TRAWL_NATS_PASSWORD", {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == secret, f"{tag} {stage} NATS password not from {secret}")
+        rsecret = eff["redis"]["auth"]["existingSecret"]
+        if rsecret:
+            ref = env.get("TRAWL_REDIS_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == rsecret and ref.get("key") == eff["redis"]["auth"]["urlKey"],
+                  f"{tag} {stage} Redis URL not from {rsecret}")
+        if stage == "indexer":
+            gpu = eff["stages"]["indexer"]["gpu"]
+            limits = c.get("resources", {}).get("limits", {})
+            if gpu["enabled"]:
+                check(str(limits.get("nvidia.com/gpu")) == str(gpu["count"]), f"{tag} indexer GPU limit {limits}")
+                check(c["image"].endswith("-cuda") or gpu["image"], f"{tag} GPU indexer image {c['image']}")
+                check(spec.get("tolerations"), f"{tag} GPU indexer without tolerations")
+                check(spec.get("nodeSelector"), f"{tag} GPU indexer without node selector")
+            else:
+                check("nvidia.com/gpu" not in limits, f"{tag} GPU requested while off")
+            if eff["model"]["existingClaim"]:
+                vols = {v["name"]: v for v in spec["volumes"]}
+                check(vols.get("model", {}).get("persistentVolumeClaim", {}).get("claimName") == eff["model"]["existingClaim"],
+                      f"{tag} model volume")
+    cms = by_kind(docs, "ConfigMap")
+    cm = cms.get("trawl", {}).get("data", {})
+    for key in ["TRAWL_NATS_URL", "TRAWL_METRICS_ADDR", "TRAWL_INDEX_URI", "TRAWL_MODEL_DIR", "TRAWL_CRAWL"]:
+        check(key in cm, f"{tag} ConfigMap lacks {key}")
+    check(("TRAWL_REDIS_URL" in cm) != bool(eff["redis"]["auth"]["existingSecret"]),
+          f"{tag} Redis URL both in the ConfigMap and a Secret, or in neither")
+    services = by_kind(docs, "Service")
+    for stage in STAGES:
+        s = services.get(f"trawl-{stage}-metrics")
+        check(s and s["spec"]["ports"][0]["port"] == eff["metrics"]["port"], f"{tag} metrics Service for {stage}")
+    sm = by_kind(docs, "ServiceMonitor")
+    check(bool(sm) == eff["metrics"]["serviceMonitor"]["enabled"], f"{tag} ServiceMonitor presence")
+    for m in sm.values():
+        check(m["spec"]["endpoints"][0]["path"] == "/metrics", f"{tag} ServiceMonitor path")
+    scaled = by_kind(docs, "ScaledObject")
+    hpas = by_kind(docs, "HorizontalPodAutoscaler")
+    for stage in ["fetcher", "extractor", "indexer"]:
+        auto = eff["stages"][stage]["autoscaling"]["enabled"]
+        so = scaled.get(f"trawl-{stage}")
+        hpa = hpas.get(f"trawl-{stage}")
+        if keda and auto:
+            if not check(so is not None, f"{tag} no ScaledObject for {stage}"):
+                continue
+            check(hpa is None, f"{tag} both an HPA and a ScaledObject for {stage}")
+            check(so["spec"]["scaleTargetRef"]["name"] == f"trawl-{stage}", f"{tag} {stage} ScaledObject target")
+            (t,) = so["spec"]["triggers"]
+            md = t["metadata"]
+            check(t["type"] == "nats-jetstream", f"{tag} {stage} trigger type {t['type']}")
+            check(md.get("natsServerMonitoringEndpoint") == eff["nats"]["monitoringEndpoint"], f"{tag} {stage} monitoring endpoint")
+            check(md.get("stream") == STREAMS[stage], f"{tag} {stage} stream {md.get('stream')}")
+            check(md.get("consumer") == stage, f"{tag} {stage} consumer {md.get('consumer')}")
+            check(md.get("lagThreshold") == str(eff["stages"][stage]["autoscaling"]["lagThreshold"]), f"{tag} {stage} lag threshold")
+            check(md.get("account"), f"{tag} {stage} account")
+            check(so["spec"]["maxReplicaCount"] == eff["stages"][stage]["autoscaling"]["maxReplicas"], f"{tag} {stage} max replicas")
+        elif auto:
+            check(so is None, f"{tag} ScaledObject for {stage} with KEDA off")
+            check(hpa is not None, f"{tag} no HPA for {stage} with KEDA off")
+        else:
+            check(so is None and hpa is None, f"{tag} autoscaler for {stage} while off")
+    pdbs = by_kind(docs, "PodDisruptionBudget")
+    for stage in STAGES:
+        want = eff["stages"][stage]["pdb"]["enabled"]
+        check((f"trawl-{stage}" in pdbs) == want, f"{tag} PDB for {stage}: want {want}")
+    return len(docs)
+
+
+def main():
+    lint = helm_python.lint(str(CHART))
+    check(not lint["errors"], f"helm lint errors: {lint['errors']}")
+    for m in lint["messages"]:
+        check(m["severity"] < 3, f"helm lint: {m}")
+    cases = [("default", {}, {})]
+    for f in sorted((CHART / "ci").glob("*.yaml")):
+        over = yaml.safe_load(f.read_text()) or {}
+        cases.append((f.name, over, over))
+    check(len(cases) >= 5, "fewer than four ci/ values files")
+    for name, values, over in cases:
+        n = check_case(name, values, over)
+        print(f"{name}: {n} objects rendered")
+    # The schema refuses what the chart cannot use.
+    for bad, why in [
+        ({"stages": {"fetcher": {"replicaCount": 3}}}, "unknown stage key"),
+        ({"nats": {"monitoringEndpoint": "http://nats:8222"}}, "scheme in the monitoring endpoint"),
+        ({"crawl": "has space"}, "crawl id with a space"),
+        ({"keda": {"enabled": "yes"}}, "a string for a boolean"),
+    ]:
+        try:
+            render(bad)
+            failures.append(f"values.schema.json accepted {why}")
+        except helm_python.HelmError:
+            pass
+    if failures:
+        print("\n".join(f"FAIL {f}" for f in failures))
+        sys.exit(1)
+    print(f"chart: ok ({len(cases)} values sets)")
+
+
+if __name__ == "__main__":
+    main()

