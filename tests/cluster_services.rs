@@ -319,6 +319,12 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
         ("TRAWL_ACK_WAIT_S", "1".into()),
         ("TRAWL_CLAIM_TTL_S", "3".into()),
         ("TRAWL_MAX_DELIVER", "20".into()),
+        // The indexer also builds the search index (text only: no model needed here).
+        (
+            "TRAWL_INDEX_URI",
+            out.path().join("index").display().to_string(),
+        ),
+        ("TRAWL_EMBED", "false".into()),
     ];
     let stages = [1usize, 2, 2, 3, 3, 4];
     let mut services = Services(Vec::new());
@@ -391,7 +397,59 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
     }
     eprintln!("killed and restarted: {killed:?}");
 
+    // The index holds every indexable page, each chunk once, whatever was killed when.
+    let store = trawl_index::Store::open_existing(&out.path().join("index").display().to_string())
+        .await
+        .unwrap();
+    let ids = index_column(&store, "id").await;
+    let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(
+        ids.len(),
+        unique.len(),
+        "a chunk is in the index twice (killed: {killed:?})"
+    );
+    let mut indexed: Vec<String> = index_column(&store, "canonical_url").await;
+    indexed.sort();
+    indexed.dedup();
+    let want: Vec<&String> = embedded
+        .iter()
+        .filter(|(_, (status, _, text, dup))| {
+            (200..300).contains(status) && !text.is_empty() && !dup
+        })
+        .map(|(u, _)| u)
+        .collect();
+    assert_eq!(
+        indexed.iter().collect::<Vec<_>>(),
+        want,
+        "indexed pages (killed: {killed:?})"
+    );
+
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
+}
+
+async fn index_column(store: &trawl_index::Store, name: &str) -> Vec<String> {
+    use arrow_array::{Array, StringArray};
+    use futures_util::TryStreamExt;
+    use lancedb::query::{ExecutableQuery, QueryBase, Select};
+    let batches: Vec<arrow_array::RecordBatch> = store
+        .chunks()
+        .query()
+        .select(Select::columns(&[name]))
+        .execute()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    batches
+        .iter()
+        .flat_map(|b| {
+            let a = b.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+            (0..a.len())
+                .map(|i| a.value(i).to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// A redis-server of the test's own, with AOF persistence, on a spare loopback port.
@@ -530,4 +588,125 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     let _ = redis.kill();
     let _ = redis.wait();
     cleanup(&prefix, &crawl, None).await;
+}
+
+/// A page that makes the extractor fail every time (fault injection: its body holds the
+/// `TRAWL_FAULT_POISON` marker) is retried `max_deliver` times, lands in the extractor's
+/// dead-letter stream with its reason, and every other page of the crawl still gets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
+    if !services_up() {
+        return;
+    }
+    let names = [
+        "trawl",
+        "trawl-frontier",
+        "trawl-fetcher",
+        "trawl-extractor",
+        "trawl-indexer",
+    ];
+    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
+        eprintln!(
+            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
+        );
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 8,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("x{}", &tag[..10]), format!("y{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+        ("TRAWL_MAX_DELIVER", "3".into()),
+        ("TRAWL_ACK_WAIT_S", "5".into()),
+        // Page 2 of the chain is the poison; the crawl's other seeds go on around it.
+        ("TRAWL_FAULT_POISON", "page number 2 of the chain".into()),
+    ];
+    let mut services = Services(Vec::new());
+    for stage in 1..=4 {
+        let c = spawn(&paths[stage], &env, free_port());
+        services.0.push((names[stage].to_string(), c));
+    }
+    let seeds: Vec<String> = [1, 4]
+        .iter()
+        .map(|n| site.url(&format!("/page/{n}")))
+        .collect();
+    let mut submit = Command::new(&paths[0]);
+    submit
+        .arg("submit")
+        .args(&seeds)
+        .args([
+            "--allow-private",
+            "--delay",
+            "0",
+            "--wait",
+            "--wait-timeout",
+            "90",
+        ])
+        .env("TRAWL_CRAWL", &crawl)
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .env("TRAWL_LOG", "warn");
+    let done = tokio::task::spawn_blocking(move || submit.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(report["dead_letters"], 1, "{report}");
+
+    // Page 2 is dead-lettered (its links were never read, so page 3 was not reached);
+    // pages 1 and 4 to 8 are written.
+    let written = pages(out.path());
+    let got: Vec<String> = written
+        .keys()
+        .filter_map(|u| u.rsplit_once("/page/").map(|(_, n)| n.to_string()))
+        .collect();
+    assert_eq!(got, ["1", "4", "5", "6", "7", "8"], "{written:?}");
+    let dlq = Command::new(&paths[0])
+        .args(["dlq", "list", "extractor"])
+        .env("TRAWL_CRAWL", &crawl)
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&dlq.stdout);
+    assert!(
+        dlq.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dlq.stderr)
+    );
+    let letters: Vec<serde_json::Value> = listing
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(letters.len(), 1, "{listing}");
+    assert_eq!(letters[0]["deliveries"], 3, "{listing}");
+    assert!(
+        letters[0]["payload"].as_str().unwrap().contains("/page/2"),
+        "{listing}"
+    );
+    assert!(
+        !letters[0]["reason"].as_str().unwrap().is_empty(),
+        "{listing}"
+    );
+    for (_, c) in &mut services.0 {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }

@@ -37,7 +37,9 @@ async fn main() -> std::process::ExitCode {
                     gate: gate.clone(),
                     boilerplate: None,
                 };
-                workers.spawn(async move { trawl_extractor::run_worker(i, o, d, dedup, s).await });
+                workers.spawn(
+                    async move { trawl_extractor::run_worker(i, o, d, dedup, None, s).await },
+                );
             }
             trawl_cluster::service::join_workers(&mut workers).await
         },

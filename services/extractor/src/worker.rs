@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use trawl_core::queue::Queue;
-use trawl_core::{CoreError, Discovered, Doc, Fetched};
+use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched};
 use trawl_dedup::{Gate, HostLines, Verdict, fingerprint};
 
 use crate::process;
@@ -19,11 +19,36 @@ pub struct DedupStage {
     pub boilerplate: Option<Arc<HostLines>>,
 }
 
+/// Fault injection for tests of the failure path: a page whose body contains the value of
+/// `TRAWL_FAULT_POISON` makes its extraction task panic, as a parser bug would.
+fn poisoned(f: &Fetched) -> bool {
+    static MARKER: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    MARKER
+        .get_or_init(|| {
+            std::env::var("TRAWL_FAULT_POISON")
+                .ok()
+                .filter(|m| !m.is_empty())
+                .map(String::into_bytes)
+        })
+        .as_ref()
+        .is_some_and(|m| f.body.windows(m.len()).any(|w| w == m.as_slice()))
+}
+
+/// Pulls fetched pages, extracts them, passes them through the dedup gate and publishes
+/// the records and the links found.
+///
+/// A page whose extraction fails (the task panics) is put back with a growing delay and
+/// the worker goes on with the next one. With `give_up_after`, its record is written with
+/// `error.kind = extract_failed` after that many attempts (the embedded runtime: nothing is
+/// lost); without, it is retried until the queue's delivery limit dead-letters it (the
+/// cluster: it lands in the dead-letter stream with its reason and does not block the
+/// queue).
 pub async fn run_worker(
     fetched: Arc<dyn Queue<Fetched>>,
     docs: Arc<dyn Queue<Doc>>,
     discovered: Arc<dyn Queue<Discovered>>,
     dedup: DedupStage,
+    give_up_after: Option<u32>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), CoreError> {
     let gate = dedup.gate;
@@ -38,7 +63,11 @@ pub async fn run_worker(
         for d in batch {
             let msg = d.msg;
             let boiler = dedup.boilerplate.clone();
-            let mut processed = tokio::task::spawn_blocking(move || {
+            let kept = msg.clone();
+            let task = tokio::task::spawn_blocking(move || {
+                if poisoned(&msg) {
+                    panic!("poisoned page (TRAWL_FAULT_POISON)");
+                }
                 let mut p = process(&msg);
                 if let Some(b) = &boiler
                     && !p.doc.page.text.is_empty()
@@ -54,8 +83,34 @@ pub async fn run_worker(
                 }
                 (p, None)
             })
-            .await
-            .map_err(|e| CoreError::Backend(format!("extraction task failed: {e}")))?;
+            .await;
+            let mut processed = match task {
+                Ok(p) => p,
+                Err(e) => {
+                    let why = if e.is_panic() {
+                        "panicked"
+                    } else {
+                        "was cancelled"
+                    };
+                    tracing::error!(url = %kept.job.url, attempt = d.attempt, "extraction {why}");
+                    if give_up_after.is_some_and(|n| d.attempt >= n) {
+                        let mut blank = kept;
+                        blank.body = Default::default();
+                        let mut p = process(&blank);
+                        p.doc.page.error = Some(FetchFailure {
+                            kind: "extract_failed".into(),
+                            message: format!("extraction {why} {} times", d.attempt),
+                        });
+                        p.discovered = None;
+                        docs.publish(p.doc).await?;
+                        fetched.ack(d.id).await?;
+                    } else {
+                        let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
+                        fetched.nak(d.id, delay).await?;
+                    }
+                    continue;
+                }
+            };
             // The gate after extraction, before indexing: the first copy is kept, later ones
             // are recorded as aliases of it (`duplicate_of`) and not indexed again.
             if let (Some(gate), (doc, Some(fp))) = (&gate, &mut processed) {

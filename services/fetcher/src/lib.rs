@@ -41,6 +41,9 @@ pub mod counters {
     pub const REDIRECT_OUT_OF_SCOPE: &str = "fetcher.redirect_out_of_scope";
     pub const RETRIES: &str = "fetcher.retries";
     pub const REQUESTS: &str = "fetcher.requests";
+    /// Milliseconds hosts are held back for politeness after a request (delay or
+    /// Crawl-delay), summed: divided by `fetcher.requests`, the mean wait per request.
+    pub const POLITENESS_WAIT_MS: &str = "fetcher.politeness_wait_ms";
     pub const REDIRECT_TO_SEEN: &str = "fetcher.redirect_to_seen";
 }
 

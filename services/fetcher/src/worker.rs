@@ -75,6 +75,15 @@ async fn handle(
             state.enqueue(again).await?;
         }
     }
+    let now = trawl_core::clock::now_ms();
+    if out.next_allowed_ms > now {
+        state
+            .incr(
+                crate::counters::POLITENESS_WAIT_MS,
+                (out.next_allowed_ms - now) as i64,
+            )
+            .await?;
+    }
     state.release(&job.host, out.next_allowed_ms).await?;
     Ok(())
 }
