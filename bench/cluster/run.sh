@@ -19,8 +19,9 @@ out=bench/out/cluster
 site_port=18111; nats_port=14333; redis_port=16390
 mkdir -p "$out"
 
-cargo build --release --locked -p trawl -p trawl-frontier -p trawl-fetcher -p trawl-extractor \
-  -p trawl-indexer -p trawl-testsite
+# One build for every benchmark script: the same package set keeps cargo's feature
+# resolution, and so the (long) release build of LanceDB, the same.
+cargo build --release --locked --workspace --bins --examples
 bin=target/release
 tick=$(getconf CLK_TCK)
 cpu_of() { # pid -> CPU seconds (user + system) so far

@@ -24,8 +24,9 @@ fi
 py=.venv/bin/python3
 [ -x "$py" ] || { echo "run scripts/test.sh once first (it makes .venv with lancedb)" >&2; exit 1; }
 
-cargo build --release --locked -p trawl -p trawl-testsite
-cargo build --release --locked -p trawl-index --example index_bench
+# One build for every benchmark script: the same package set keeps cargo's feature
+# resolution, and so the (long) release build of LanceDB, the same.
+cargo build --release --locked --workspace --bins --examples
 bench_bin=target/release/examples/index_bench
 
 # The chunks: the Rust book and reference as trawl chunks them (a text-only crawl).

@@ -336,10 +336,10 @@ fn sections(md: &str) -> Vec<Section<'_>> {
     fn close<'a>(out: &mut [Section<'a>], start: &mut Option<usize>, end: usize, md: &'a str) {
         if let Some(s) = start.take() {
             let text = md[s..end].trim();
-            if !text.is_empty() {
-                if let Some(last) = out.last_mut() {
-                    last.blocks.push(text);
-                }
+            if !text.is_empty()
+                && let Some(last) = out.last_mut()
+            {
+                last.blocks.push(text);
             }
         }
     }
