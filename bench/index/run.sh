@@ -3,10 +3,10 @@
 # (PyTorch) on the same chunks in the same run, LanceDB insert rows/s, and search latency at
 # 1 million chunks. Results: bench/out/index.json.
 #
-#   bench/index/run.sh [CHUNKS] [RUNS]      (default 2000 chunks, 3 runs per setting)
+#   bench/index/run.sh [CHUNKS] [RUNS]      (default 500 chunks, 3 runs per setting)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-n_chunks="${1:-2000}"
+n_chunks="${1:-500}"
 runs="${2:-3}"
 rows="${BENCH_ROWS:-1000000}"
 out=bench/out/index
@@ -30,7 +30,7 @@ cargo build --release --locked --workspace --bins --examples
 bench_bin=target/release/examples/index_bench
 
 # The chunks: the Rust book and reference as trawl chunks them (a text-only crawl).
-if [ ! -s "$out/chunks.jsonl" ]; then
+if [ ! -s "$out/chunks-all.jsonl" ]; then
   target/release/trawl-testsite --dir "$docs" --port "$port" --log /dev/null &
   site=$!
   trap 'kill $site 2>/dev/null || true' EXIT
@@ -39,15 +39,16 @@ if [ ! -s "$out/chunks.jsonl" ]; then
   target/release/trawl crawl "http://127.0.0.1:$port/book/" "http://127.0.0.1:$port/reference/" \
     --scope prefix --allow-private --delay 0 --concurrency 16 --no-embed --progress none --out "$out/crawl"
   kill "$site"; trap - EXIT
-  "$py" - "$out/crawl/index" "$n_chunks" > "$out/chunks.jsonl" <<'PY'
+  "$py" - "$out/crawl/index" > "$out/chunks-all.jsonl" <<'PY'
 import json, sys, lancedb
 t = lancedb.connect(sys.argv[1]).open_table("chunks")
 rows = t.to_arrow().select(["id", "text"]).to_pylist()
 rows.sort(key=lambda r: r["id"])  # a fixed sample, spread over both books
-for r in rows[: int(sys.argv[2])]:
+for r in rows:
     print(json.dumps({"text": r["text"]}))
 PY
 fi
+head -n "$n_chunks" "$out/chunks-all.jsonl" > "$out/chunks.jsonl"
 echo "chunks: $(wc -l < "$out/chunks.jsonl") from $out/crawl" >&2
 
 : > "$out/embed.jsonl"
@@ -63,7 +64,7 @@ for threads in 1 2; do
 done
 "$bench_bin" insert "$out/chunks.jsonl" "$out/insert-db" > "$out/insert.json"
 cat "$out/insert.json" >&2
-"$bench_bin" search "$out/chunks.jsonl" "$out/search-db" "$rows" 200 > "$out/search.json"
+"$bench_bin" search "$out/chunks.jsonl" "$out/search-db" "$rows" 100 > "$out/search.json"
 cat "$out/search.json" >&2
 
 python3 - "$out" > bench/out/index.json <<'PY'

@@ -30,6 +30,8 @@ pub struct CrawlOutputs {
     pub pages: PathBuf,
     pub report: PathBuf,
     pub warc_files: Vec<PathBuf>,
+    /// The search index, when one was built.
+    pub index: Option<PathBuf>,
 }
 
 fn read_url_file(path: &Path) -> anyhow::Result<Vec<String>> {
@@ -363,6 +365,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
             pages: pages_path,
             report: report_path,
             warc_files,
+            index: (!opts.index.no_index).then(|| PathBuf::from(&index_opts.uri)),
         },
     ))
 }

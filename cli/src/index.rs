@@ -9,11 +9,30 @@ use clap::Args;
 use trawl_core::PageRecord;
 use trawl_index::{ChunkerConfig, IndexOptions, IndexStats, Indexer, Mode};
 
+/// Where and whether `trawl crawl` indexes.
 #[derive(Debug, Clone, Args)]
-pub struct IndexArgs {
+pub struct CrawlIndexArgs {
     /// Do not build the search index.
     #[arg(long)]
     pub no_index: bool,
+    /// Where the index goes (default: OUT/index).
+    #[arg(long = "index", value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: IndexArgs,
+}
+
+impl CrawlIndexArgs {
+    pub fn options(&self, out: &Path) -> IndexOptions {
+        let dir = self.index_dir.clone().unwrap_or_else(|| out.join("index"));
+        self.settings.options(&dir)
+    }
+}
+
+/// How pages are chunked, embedded and deduplicated (shared by `trawl crawl` and
+/// `trawl index`).
+#[derive(Debug, Clone, Args)]
+pub struct IndexArgs {
     /// Build the full-text index only: no embeddings, no model needed.
     #[arg(long)]
     pub no_embed: bool,
@@ -21,9 +40,6 @@ pub struct IndexArgs {
     /// Default: $TRAWL_MODEL_DIR, else the cache `scripts/fetch-model.sh` fills.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
-    /// Where the index goes (default: OUT/index).
-    #[arg(long = "index", value_name = "DIR")]
-    pub index_dir: Option<PathBuf>,
     /// Word pieces per chunk, heading context included (the model reads 256, 2 of them
     /// its own markers).
     #[arg(long, default_value_t = 254, value_parser = clap::value_parser!(u32).range(16..=254))]
@@ -48,8 +64,8 @@ pub struct IndexArgs {
 }
 
 impl IndexArgs {
-    pub fn options(&self, out: &Path) -> IndexOptions {
-        let dir = self.index_dir.clone().unwrap_or_else(|| out.join("index"));
+    /// The settings for an index at `dir`.
+    pub fn options(&self, dir: &Path) -> IndexOptions {
         let mut o = IndexOptions::new(dir.to_string_lossy().to_string());
         o.embed = !self.no_embed;
         o.model_dir = self.model_dir.clone();
@@ -70,23 +86,15 @@ pub struct IndexCmdArgs {
     /// `pages.jsonl` files (or `-` for standard input).
     #[arg(value_name = "PAGES", required = true)]
     pub inputs: Vec<String>,
-    /// The index directory.
-    #[arg(long = "into", value_name = "DIR", default_value = "trawl-out/index")]
-    pub into: PathBuf,
+    /// The index directory (created if missing; pages already in it are replaced).
+    #[arg(long = "index", value_name = "DIR", default_value = "trawl-out/index")]
+    pub index_dir: PathBuf,
     #[command(flatten)]
     pub index: IndexArgs,
 }
 
 pub async fn index_pages(args: &IndexCmdArgs) -> anyhow::Result<IndexStats> {
-    let mut opts = args.index.options(Path::new("."));
-    opts.uri = args
-        .index
-        .index_dir
-        .clone()
-        .unwrap_or_else(|| args.into.clone())
-        .to_string_lossy()
-        .to_string();
-    let mut ix = Indexer::open(opts).await?;
+    let mut ix = Indexer::open(args.index.options(&args.index_dir)).await?;
     let started = std::time::Instant::now();
     let mut last = started;
     for input in &args.inputs {

@@ -1,6 +1,11 @@
 //! `trawl`: turn websites into a clean, searchable corpus.
 
 use clap::{Parser, Subcommand};
+
+// Large tensors are allocated and freed on every forward pass: mimalloc keeps the pages,
+// where glibc's malloc returns them to the kernel and faults them in again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trawl::CrawlOptions;
 
 #[derive(Parser)]
@@ -40,11 +45,12 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    trawl_index::alloc::keep_freed_pages();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -87,8 +93,7 @@ fn main() -> std::process::ExitCode {
         Command::Index(args) => {
             return block_on(async move {
                 let s = trawl::index::index_pages(&args).await?;
-                let dir = args.index.index_dir.clone().unwrap_or(args.into.clone());
-                trawl::index::print_stats(&s, &dir.to_string_lossy());
+                trawl::index::print_stats(&s, &args.index_dir.to_string_lossy());
                 Ok(())
             });
         }
@@ -111,8 +116,8 @@ fn main() -> std::process::ExitCode {
             report.out_of_scope,
             report.errors.values().sum::<i64>()
         );
-        if let Some(ix) = &report.index {
-            trawl::index::print_stats(ix, &out.dir.join("index").to_string_lossy());
+        if let (Some(ix), Some(dir)) = (&report.index, &out.index) {
+            trawl::index::print_stats(ix, &dir.to_string_lossy());
         }
         eprintln!(
             "outputs: {} , {} , {} WARC file(s) in {}",

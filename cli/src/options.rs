@@ -102,7 +102,7 @@ pub struct CrawlOptions {
     #[arg(long, default_value = "auto")]
     pub progress: String,
     #[command(flatten)]
-    pub index: crate::index::IndexArgs,
+    pub index: crate::index::CrawlIndexArgs,
 }
 
 impl CrawlOptions {

@@ -265,3 +265,63 @@ fn extract_many_files_writes_json_lines_and_reports_unreadable_ones() {
         lines[2]
     );
 }
+
+#[test]
+fn index_command_search_and_a_missing_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |url: &str, title: &str, md: &str| {
+        serde_json::json!({
+            "url": url, "final_url": url, "status": 200, "redirects": [], "depth": 0,
+            "kind": "page", "fetched_at": "2026-11-30T12:00:00Z", "title": title,
+            "text": md, "markdown": md, "links_found": 0, "wire_bytes": 0
+        })
+        .to_string()
+    };
+    let pages = dir.path().join("pages.jsonl");
+    std::fs::write(
+        &pages,
+        format!(
+            "{}\n{}\n",
+            page("http://t/a", "Anchovies", "# Anchovies\n\nSmall oily fish, salted and packed in tins."),
+            page("http://t/b", "Bicycles", "# Bicycles\n\nTwo wheels, pedals and a chain drive the rear wheel.")
+        ),
+    )
+    .unwrap();
+    let index = dir.path().join("index");
+    let out = trawl()
+        .args(["index", "--no-embed", "--index"])
+        .arg(&index)
+        .arg(&pages)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("index: 2 pages"), "{err}");
+    let found = trawl()
+        .args(["search", "pedals", "--index"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&found.stdout);
+    assert!(found.status.success(), "{}", String::from_utf8_lossy(&found.stderr));
+    assert!(text.starts_with("1. ") && text.contains("Bicycles") && text.contains("http://t/b"), "{text}");
+    assert!(!text.contains("Anchovies"), "{text}");
+
+    // A malformed line names its file and line; nothing is half written.
+    std::fs::write(&pages, "{\"url\": 3}\n").unwrap();
+    let bad = trawl().args(["index", "--no-embed", "--index"]).arg(&index).arg(&pages).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("pages.jsonl:1"), "{}", String::from_utf8_lossy(&bad.stderr));
+
+    // Without the model, a crawl that would embed stops before its first request and says
+    // how to get the model.
+    let crawl = trawl()
+        .args(["crawl", "http://127.0.0.1:9/", "--allow-private", "--out"])
+        .arg(dir.path().join("crawl"))
+        .env("TRAWL_MODEL_DIR", dir.path().join("no-model"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&crawl.stderr);
+    assert!(!crawl.status.success());
+    assert!(err.contains("scripts/fetch-model.sh") && err.contains("--no-embed"), "{err}");
+}

@@ -27,3 +27,7 @@ pub enum CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+/// The log filter when `TRAWL_LOG` is not set: trawl's own events from `info` up, the
+/// storage engine's (LanceDB, DataFusion: one line per file they write) from `warn` up.
+pub const DEFAULT_LOG_FILTER: &str = "info,lance=warn,datafusion=warn";

@@ -3,6 +3,7 @@
 //! full-text and hybrid search. A chunk already indexed from another page is stored once
 //! and recorded as an alias.
 
+pub mod alloc;
 pub mod chunk;
 pub mod embed;
 pub mod gate;

@@ -11,8 +11,14 @@ use trawl_core::queue::Queue;
 use trawl_core::state::State;
 use trawl_indexer::JsonlSink;
 
+// Large tensors are allocated and freed on every forward pass: mimalloc keeps the pages,
+// where glibc's malloc returns them to the kernel and faults them in again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    trawl_index::alloc::keep_freed_pages();
     trawl_cluster::service::run(
         "indexer",
         |cfg, client, _spec, state, stop, health| async move {
