@@ -49,8 +49,9 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)),
+            tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)
+            }),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -282,8 +282,16 @@ fn index_command_search_and_a_missing_model() {
         &pages,
         format!(
             "{}\n{}\n",
-            page("http://t/a", "Anchovies", "# Anchovies\n\nSmall oily fish, salted and packed in tins."),
-            page("http://t/b", "Bicycles", "# Bicycles\n\nTwo wheels, pedals and a chain drive the rear wheel.")
+            page(
+                "http://t/a",
+                "Anchovies",
+                "# Anchovies\n\nSmall oily fish, salted and packed in tins."
+            ),
+            page(
+                "http://t/b",
+                "Bicycles",
+                "# Bicycles\n\nTwo wheels, pedals and a chain drive the rear wheel."
+            )
         ),
     )
     .unwrap();
@@ -303,15 +311,31 @@ fn index_command_search_and_a_missing_model() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&found.stdout);
-    assert!(found.status.success(), "{}", String::from_utf8_lossy(&found.stderr));
-    assert!(text.starts_with("1. ") && text.contains("Bicycles") && text.contains("http://t/b"), "{text}");
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    assert!(
+        text.starts_with("1. ") && text.contains("Bicycles") && text.contains("http://t/b"),
+        "{text}"
+    );
     assert!(!text.contains("Anchovies"), "{text}");
 
     // A malformed line names its file and line; nothing is half written.
     std::fs::write(&pages, "{\"url\": 3}\n").unwrap();
-    let bad = trawl().args(["index", "--no-embed", "--index"]).arg(&index).arg(&pages).output().unwrap();
+    let bad = trawl()
+        .args(["index", "--no-embed", "--index"])
+        .arg(&index)
+        .arg(&pages)
+        .output()
+        .unwrap();
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("pages.jsonl:1"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("pages.jsonl:1"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 
     // Without the model, a crawl that would embed stops before its first request and says
     // how to get the model.
@@ -323,5 +347,8 @@ fn index_command_search_and_a_missing_model() {
         .unwrap();
     let err = String::from_utf8_lossy(&crawl.stderr);
     assert!(!crawl.status.success());
-    assert!(err.contains("scripts/fetch-model.sh") && err.contains("--no-embed"), "{err}");
+    assert!(
+        err.contains("scripts/fetch-model.sh") && err.contains("--no-embed"),
+        "{err}"
+    );
 }

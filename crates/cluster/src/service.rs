@@ -228,8 +228,9 @@ pub fn init_logs() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)),
+            tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
