@@ -93,20 +93,7 @@ impl Drop for Services {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls() {
-    if !services_up() {
-        return;
-    }
-    let names = [
-        "trawl",
-        "trawl-frontier",
-        "trawl-fetcher",
-        "trawl-extractor",
-        "trawl-indexer",
-    ];
-    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
-        eprintln!(
-            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
-        );
+    let Some(paths) = service_bins() else {
         return;
     };
     let site = TestSite::start(SiteConfig {
@@ -139,7 +126,7 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         env(&mut c, port);
         services
             .0
-            .push((format!("{}#{i}", names[*stage]), c.spawn().unwrap()));
+            .push((format!("{}#{i}", NAMES[*stage]), c.spawn().unwrap()));
     }
     // Before the crawl is submitted the services are alive but not ready.
     let http = reqwest::Client::new();
@@ -266,6 +253,29 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 
+/// The binaries a cluster test runs, in the order of [`NAMES`]; `None` (with a message)
+/// when the servers or the binaries are missing.
+const NAMES: [&str; 5] = [
+    "trawl",
+    "trawl-frontier",
+    "trawl-fetcher",
+    "trawl-extractor",
+    "trawl-indexer",
+];
+
+fn service_bins() -> Option<Vec<PathBuf>> {
+    if !services_up() {
+        return None;
+    }
+    let paths = NAMES.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>();
+    if paths.is_none() {
+        eprintln!(
+            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
+        );
+    }
+    paths
+}
+
 /// Starts one service process with the test's environment.
 fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
     let mut c = Command::new(path);
@@ -282,20 +292,7 @@ fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_killed_at_random_moments_lose_no_page() {
-    if !services_up() {
-        return;
-    }
-    let names = [
-        "trawl",
-        "trawl-frontier",
-        "trawl-fetcher",
-        "trawl-extractor",
-        "trawl-indexer",
-    ];
-    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
-        eprintln!(
-            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
-        );
+    let Some(paths) = service_bins() else {
         return;
     };
     let site = TestSite::start(SiteConfig {
@@ -330,7 +327,7 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
     let mut services = Services(Vec::new());
     for (i, stage) in stages.iter().enumerate() {
         let c = spawn(&paths[*stage], &env, free_port());
-        services.0.push((format!("{}#{i}", names[*stage]), c));
+        services.0.push((format!("{}#{i}", NAMES[*stage]), c));
     }
     let mut submit = Command::new(&paths[0]);
     submit
@@ -428,28 +425,9 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
 }
 
 async fn index_column(store: &trawl_index::Store, name: &str) -> Vec<String> {
-    use arrow_array::{Array, StringArray};
-    use futures_util::TryStreamExt;
-    use lancedb::query::{ExecutableQuery, QueryBase, Select};
-    let batches: Vec<arrow_array::RecordBatch> = store
-        .chunks()
-        .query()
-        .select(Select::columns(&[name]))
-        .execute()
+    trawl_index::store::string_column(store.chunks(), name)
         .await
         .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    batches
-        .iter()
-        .flat_map(|b| {
-            let a = b.column(0).as_any().downcast_ref::<StringArray>().unwrap();
-            (0..a.len())
-                .map(|i| a.value(i).to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// A redis-server of the test's own, with AOF persistence, on a spare loopback port.
@@ -484,20 +462,7 @@ fn start_redis(dir: &std::path::Path, port: u16) -> Option<Child> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_mid_crawl_is_survived() {
-    if !services_up() {
-        return;
-    }
-    let names = [
-        "trawl",
-        "trawl-frontier",
-        "trawl-fetcher",
-        "trawl-extractor",
-        "trawl-indexer",
-    ];
-    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
-        eprintln!(
-            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
-        );
+    let Some(paths) = service_bins() else {
         return;
     };
     let data = tempfile::tempdir().unwrap();
@@ -535,7 +500,7 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     let mut services = Services(Vec::new());
     for (i, stage) in [1usize, 2, 3, 4].iter().enumerate() {
         services.0.push((
-            format!("{}#{i}", names[*stage]),
+            format!("{}#{i}", NAMES[*stage]),
             spawn(&paths[*stage], &env, free_port()),
         ));
     }
@@ -595,20 +560,7 @@ async fn a_redis_restart_mid_crawl_is_survived() {
 /// dead-letter stream with its reason, and every other page of the crawl still gets through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
-    if !services_up() {
-        return;
-    }
-    let names = [
-        "trawl",
-        "trawl-frontier",
-        "trawl-fetcher",
-        "trawl-extractor",
-        "trawl-indexer",
-    ];
-    let Some(paths) = names.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>() else {
-        eprintln!(
-            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
-        );
+    let Some(paths) = service_bins() else {
         return;
     };
     let site = TestSite::start(SiteConfig {
@@ -634,7 +586,7 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
     let mut services = Services(Vec::new());
     for stage in 1..=4 {
         let c = spawn(&paths[stage], &env, free_port());
-        services.0.push((names[stage].to_string(), c));
+        services.0.push((NAMES[stage].to_string(), c));
     }
     let seeds: Vec<String> = [1, 4]
         .iter()

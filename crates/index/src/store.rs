@@ -74,24 +74,43 @@ fn arrow(e: arrow_schema::ArrowError) -> IndexError {
     IndexError::Store(e.to_string())
 }
 
+fn list_of_strings() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+}
+
+fn utc_millis() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+/// Every value of a string column of `table` (tests and tools; reads the whole column).
+pub async fn string_column(table: &Table, name: &str) -> Result<Vec<String>, IndexError> {
+    let batches: Vec<RecordBatch> = table
+        .query()
+        .select(Select::columns(&[name]))
+        .execute()
+        .await
+        .map_err(db)?
+        .try_collect()
+        .await
+        .map_err(db)?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let a = col::<StringArray>(b, name)?;
+        out.extend((0..a.len()).map(|i| a.value(i).to_string()));
+    }
+    Ok(out)
+}
+
 pub fn chunk_schema(dim: Option<usize>) -> SchemaRef {
     let mut fields = vec![
         Field::new("id", DataType::Utf8, false),
         Field::new("url", DataType::Utf8, false),
         Field::new("canonical_url", DataType::Utf8, false),
         Field::new("title", DataType::Utf8, false),
-        Field::new(
-            "heading_path",
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-            false,
-        ),
+        Field::new("heading_path", list_of_strings(), false),
         Field::new("position", DataType::UInt32, false),
         Field::new("chunks_in_page", DataType::UInt32, false),
-        Field::new(
-            "fetched_at",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
+        Field::new("fetched_at", utc_millis(), false),
         Field::new("page_fingerprint", DataType::UInt64, false),
         Field::new("chunk_hash", DataType::Utf8, false),
         Field::new("chunk_simhash", DataType::UInt64, false),
@@ -118,20 +137,12 @@ pub fn alias_schema() -> SchemaRef {
         Field::new("url", DataType::Utf8, false),
         Field::new("canonical_url", DataType::Utf8, false),
         Field::new("title", DataType::Utf8, false),
-        Field::new(
-            "heading_path",
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-            false,
-        ),
+        Field::new("heading_path", list_of_strings(), false),
         Field::new("position", DataType::UInt32, false),
         Field::new("alias_of", DataType::Utf8, false),
         Field::new("distance", DataType::UInt32, false),
         Field::new("text", DataType::Utf8, false),
-        Field::new(
-            "fetched_at",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
+        Field::new("fetched_at", utc_millis(), false),
         Field::new("page_fingerprint", DataType::UInt64, false),
     ]))
 }

@@ -6,9 +6,6 @@ mod common;
 
 use std::collections::HashSet;
 
-use arrow_array::{Array, RecordBatch, StringArray};
-use futures_util::TryStreamExt;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use trawl_core::PageRecord;
 use trawl_index::{IndexOptions, Indexer, Mode, search};
 
@@ -37,24 +34,7 @@ async fn column(store: &trawl_index::Store, table: &str, name: &str) -> Vec<Stri
     } else {
         store.aliases()
     };
-    let batches: Vec<RecordBatch> = t
-        .query()
-        .select(Select::columns(&[name]))
-        .execute()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    batches
-        .iter()
-        .flat_map(|b| {
-            let a = b.column(0).as_any().downcast_ref::<StringArray>().unwrap();
-            (0..a.len())
-                .map(|i| a.value(i).to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    trawl_index::store::string_column(t, name).await.unwrap()
 }
 
 fn opts(dir: &std::path::Path, embed: bool) -> IndexOptions {
