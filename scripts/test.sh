@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 
 if ! command -v protoc >/dev/null; then
   echo "test: installing protobuf-compiler (lance's build needs protoc)"
-  if [ "$(id -u)" = 0 ]; then apt-get install -y -q protobuf-compiler >/dev/null; else sudo apt-get install -y -q protobuf-compiler >/dev/null; fi
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq protobuf-compiler >/dev/null
 fi
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
