@@ -9,6 +9,7 @@ pub mod embed;
 pub mod gate;
 pub mod indexer;
 pub mod model;
+mod rows;
 pub mod search;
 pub mod store;
 
