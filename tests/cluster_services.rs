@@ -5,7 +5,7 @@
 //! SIGTERM stops every service cleanly; killed replicas and a Redis restart lose nothing.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -150,33 +150,13 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         .unwrap();
     assert_eq!(r.status(), 503);
 
-    let mut submit = Command::new(&paths[0]);
-    submit
-        .args([
-            "submit",
-            &seed,
-            "--allow-private",
-            "--delay",
-            "100",
-            "--wait",
-            "--wait-timeout",
-            "120",
-        ])
-        .env("TRAWL_CRAWL", &crawl)
-        .env("TRAWL_QUEUE_PREFIX", &prefix)
-        .env("TRAWL_LOG", "warn");
-    let done = tokio::task::spawn_blocking(move || submit.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    let report: serde_json::Value =
-        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    let report = submit_wait(
+        &paths[0],
+        &[&seed, "--allow-private", "--delay", "100"],
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
+    )
+    .await
+    .unwrap();
     assert_eq!(report["drained"], true);
     assert_eq!(report["dead_letters"], 0);
 
@@ -276,6 +256,33 @@ fn service_bins() -> Option<Vec<PathBuf>> {
     paths
 }
 
+/// `trawl submit ARGS... --wait` in the background; the handle yields the drained crawl's
+/// report once the command has succeeded.
+fn submit_wait(
+    trawl: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> tokio::task::JoinHandle<serde_json::Value> {
+    let mut c = Command::new(trawl);
+    c.arg("submit")
+        .args(args)
+        .args(["--wait", "--wait-timeout", "120"])
+        .env("TRAWL_LOG", "warn");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    tokio::task::spawn_blocking(move || {
+        let done = c.output().unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&done.stdout);
+        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap()
+    })
+}
+
 /// Starts one service process with the test's environment.
 fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
     let mut c = Command::new(path);
@@ -329,22 +336,11 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
         let c = spawn(&paths[*stage], &env, free_port());
         services.0.push((format!("{}#{i}", NAMES[*stage]), c));
     }
-    let mut submit = Command::new(&paths[0]);
-    submit
-        .args([
-            "submit",
-            &seed,
-            "--allow-private",
-            "--delay",
-            "150",
-            "--wait",
-            "--wait-timeout",
-            "120",
-        ])
-        .env("TRAWL_CRAWL", &crawl)
-        .env("TRAWL_QUEUE_PREFIX", &prefix)
-        .env("TRAWL_LOG", "warn");
-    let waiter = tokio::task::spawn_blocking(move || submit.output());
+    let waiter = submit_wait(
+        &paths[0],
+        &[&seed, "--allow-private", "--delay", "150"],
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
+    );
 
     // Ten times, at a random moment, kill -9 a random replica and start it again.
     let mut rng = trawl_core::mutate::Rng::new(0x7a11);
@@ -358,15 +354,7 @@ async fn replicas_killed_at_random_moments_lose_no_page() {
         killed.push(name.clone());
         *child = spawn(&paths[stages[i]], &env, free_port());
     }
-    let done = waiter.await.unwrap().unwrap();
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    let report: serde_json::Value =
-        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    let report = waiter.await.unwrap();
     assert_eq!(report["drained"], true);
     for (_, c) in &mut services.0 {
         let _ = c.kill();
@@ -504,23 +492,15 @@ async fn a_redis_restart_mid_crawl_is_survived() {
             spawn(&paths[*stage], &env, free_port()),
         ));
     }
-    let mut submit = Command::new(&paths[0]);
-    submit
-        .args([
-            "submit",
-            &seed,
-            "--allow-private",
-            "--delay",
-            "150",
-            "--wait",
-            "--wait-timeout",
-            "120",
-        ])
-        .env("TRAWL_CRAWL", &crawl)
-        .env("TRAWL_QUEUE_PREFIX", &prefix)
-        .env("TRAWL_REDIS_URL", &redis_url)
-        .env("TRAWL_LOG", "warn");
-    let waiter = tokio::task::spawn_blocking(move || submit.output());
+    let waiter = submit_wait(
+        &paths[0],
+        &[&seed, "--allow-private", "--delay", "150"],
+        &[
+            ("TRAWL_CRAWL", &crawl),
+            ("TRAWL_QUEUE_PREFIX", &prefix),
+            ("TRAWL_REDIS_URL", &redis_url),
+        ],
+    );
     // Mid-crawl: Redis goes down (its AOF on disk), stays down a moment, comes back.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     Command::new("kill")
@@ -530,12 +510,7 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     redis.wait().unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut redis = start_redis(data.path(), port).expect("redis restarts on its AOF");
-    let done = waiter.await.unwrap().unwrap();
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    waiter.await.unwrap();
     for (_, c) in &mut services.0 {
         let _ = c.kill();
         let _ = c.wait();
@@ -592,33 +567,15 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
         .iter()
         .map(|n| site.url(&format!("/page/{n}")))
         .collect();
-    let mut submit = Command::new(&paths[0]);
-    submit
-        .arg("submit")
-        .args(&seeds)
-        .args([
-            "--allow-private",
-            "--delay",
-            "0",
-            "--wait",
-            "--wait-timeout",
-            "90",
-        ])
-        .env("TRAWL_CRAWL", &crawl)
-        .env("TRAWL_QUEUE_PREFIX", &prefix)
-        .env("TRAWL_LOG", "warn");
-    let done = tokio::task::spawn_blocking(move || submit.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    let report: serde_json::Value =
-        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    args.extend(["--allow-private", "--delay", "0"]);
+    let report = submit_wait(
+        &paths[0],
+        &args,
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
+    )
+    .await
+    .unwrap();
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 1, "{report}");
 

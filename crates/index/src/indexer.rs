@@ -381,10 +381,10 @@ impl Indexer {
         if self.pending.is_empty() && self.pending_aliases.is_empty() && self.replace.is_empty() {
             return Ok(());
         }
-        let mut pending = std::mem::take(&mut self.pending);
+        let (mut rows, texts): (Vec<ChunkRow>, Vec<String>) =
+            std::mem::take(&mut self.pending).into_iter().unzip();
         if let Some(e) = &self.embedder {
             let t = Instant::now();
-            let texts: Vec<String> = pending.iter().map(|(_, t)| t.clone()).collect();
             let e = e.clone();
             let batch = self.opts.batch_size;
             let vectors = tokio::task::spawn_blocking(move || {
@@ -393,7 +393,7 @@ impl Indexer {
             })
             .await
             .map_err(|e| IndexError::Model(e.to_string()))??;
-            for ((row, _), v) in pending.iter_mut().zip(vectors) {
+            for (row, v) in rows.iter_mut().zip(vectors) {
                 row.vector = Some(v);
             }
             self.stats.embed_seconds += t.elapsed().as_secs_f64();
@@ -403,7 +403,6 @@ impl Indexer {
             let pages: Vec<String> = self.replace.drain().collect();
             self.store.delete_pages(&pages).await?;
         }
-        let rows: Vec<ChunkRow> = pending.into_iter().map(|(r, _)| r).collect();
         let aliases = std::mem::take(&mut self.pending_aliases);
         self.store.add(&rows, &aliases).await?;
         for a in aliases {

@@ -13,6 +13,13 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::IndexError;
 
+/// Runs a LanceDB query and gathers its record batches.
+pub(crate) async fn collect(
+    query: &impl lancedb::query::ExecutableQuery,
+) -> lancedb::Result<Vec<RecordBatch>> {
+    futures_util::TryStreamExt::try_collect(query.execute().await?).await
+}
+
 /// One stored chunk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkRow {

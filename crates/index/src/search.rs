@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::IndexError;
 use crate::embed::Embedder;
-use crate::store::{Store, col, heading_paths, quote};
+use crate::store::{Store, col, collect, heading_paths, quote};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -116,22 +116,20 @@ async fn vector(
         ));
     };
     let q = e.embed(&[query], 1)?.pop().unwrap_or_default();
-    let batches: Vec<RecordBatch> = store
-        .chunks()
-        .vector_search(q)
-        .map_err(st)?
-        .distance_type(DistanceType::Cosine)
-        .nprobes(NPROBES)
-        .map_err(st)?
-        .select(Select::columns(&COLUMNS))
-        .limit(k)
-        .refine_factor(REFINE_FACTOR)
-        .execute()
-        .await
-        .map_err(st)?
-        .try_collect()
-        .await
-        .map_err(st)?;
+    let batches = collect(
+        &store
+            .chunks()
+            .vector_search(q)
+            .map_err(st)?
+            .distance_type(DistanceType::Cosine)
+            .nprobes(NPROBES)
+            .map_err(st)?
+            .select(Select::columns(&COLUMNS))
+            .limit(k)
+            .refine_factor(REFINE_FACTOR),
+    )
+    .await
+    .map_err(st)?;
     hits(&batches, "_distance", |d| 1.0 - d)
 }
 
@@ -223,17 +221,15 @@ async fn add_aliases(store: &Store, hits: &mut [Hit]) -> Result<(), IndexError> 
         .map(|h| quote(&h.id))
         .collect::<Vec<_>>()
         .join(", ");
-    let batches: Vec<RecordBatch> = store
-        .aliases()
-        .query()
-        .only_if(format!("alias_of IN ({list})"))
-        .select(Select::columns(&["alias_of", "url"]))
-        .execute()
-        .await
-        .map_err(st)?
-        .try_collect()
-        .await
-        .map_err(st)?;
+    let batches = collect(
+        &store
+            .aliases()
+            .query()
+            .only_if(format!("alias_of IN ({list})"))
+            .select(Select::columns(&["alias_of", "url"])),
+    )
+    .await
+    .map_err(st)?;
     for b in &batches {
         let of = col::<StringArray>(b, "alias_of")?;
         let url = col::<StringArray>(b, "url")?;

@@ -2,20 +2,19 @@
 //! `chunk_aliases` table (chunks stored once elsewhere), batched writes, page replacement,
 //! and the indexes.
 
-use arrow_array::{Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, SchemaRef};
-use futures_util::TryStreamExt;
 use lancedb::index::Index;
 use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::index::vector::IvfPqIndexBuilder;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::query::{QueryBase, Select};
 use lancedb::table::OptimizeAction;
 use lancedb::{Connection, DistanceType, Table};
 
 use crate::IndexError;
 pub use crate::rows::{AliasRow, ChunkRow, alias_schema, chunk_schema};
 use crate::rows::{alias_batch, alias_rows, chunk_batch};
-pub(crate) use crate::rows::{col, heading_paths};
+pub(crate) use crate::rows::{col, collect, heading_paths};
 
 pub const CHUNKS: &str = "chunks";
 pub const ALIASES: &str = "chunk_aliases";
@@ -26,13 +25,7 @@ fn db(e: lancedb::Error) -> IndexError {
 
 /// Every value of a string column of `table` (tests and tools; reads the whole column).
 pub async fn string_column(table: &Table, name: &str) -> Result<Vec<String>, IndexError> {
-    let batches: Vec<RecordBatch> = table
-        .query()
-        .select(Select::columns(&[name]))
-        .execute()
-        .await
-        .map_err(db)?
-        .try_collect()
+    let batches = collect(&table.query().select(Select::columns(&[name])))
         .await
         .map_err(db)?;
     let mut out = Vec::new();
@@ -213,22 +206,15 @@ impl Store {
 
     /// Everything the chunk gate and the page map need, from the stored chunks.
     pub async fn seed(&self) -> Result<Vec<Seed>, IndexError> {
-        let batches: Vec<RecordBatch> = self
-            .chunks
-            .query()
-            .select(Select::columns(&[
-                "id",
-                "canonical_url",
-                "chunk_hash",
-                "chunk_simhash",
-                "words",
-            ]))
-            .execute()
-            .await
-            .map_err(db)?
-            .try_collect()
-            .await
-            .map_err(db)?;
+        let batches = collect(&self.chunks.query().select(Select::columns(&[
+            "id",
+            "canonical_url",
+            "chunk_hash",
+            "chunk_simhash",
+            "words",
+        ])))
+        .await
+        .map_err(db)?;
         let mut out = Vec::new();
         for b in batches {
             let id = col::<StringArray>(&b, "id")?;
@@ -258,16 +244,14 @@ impl Store {
                 .map(|u| quote(u))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let batches: Vec<RecordBatch> = self
-                .aliases
-                .query()
-                .only_if(format!("alias_of IN ({list})"))
-                .execute()
-                .await
-                .map_err(db)?
-                .try_collect()
-                .await
-                .map_err(db)?;
+            let batches = collect(
+                &self
+                    .aliases
+                    .query()
+                    .only_if(format!("alias_of IN ({list})")),
+            )
+            .await
+            .map_err(db)?;
             for b in &batches {
                 out.extend(alias_rows(b)?);
             }
@@ -293,16 +277,13 @@ impl Store {
 
     /// Every alias row (id, its page, the chunk it points at).
     pub async fn alias_links(&self) -> Result<Vec<(String, String, String)>, IndexError> {
-        let batches: Vec<RecordBatch> = self
-            .aliases
-            .query()
-            .select(Select::columns(&["id", "canonical_url", "alias_of"]))
-            .execute()
-            .await
-            .map_err(db)?
-            .try_collect()
-            .await
-            .map_err(db)?;
+        let batches = collect(&self.aliases.query().select(Select::columns(&[
+            "id",
+            "canonical_url",
+            "alias_of",
+        ])))
+        .await
+        .map_err(db)?;
         let mut out = Vec::new();
         for b in batches {
             let id = col::<StringArray>(&b, "id")?;
