@@ -1,21 +1,26 @@
 //! Near-duplicate evaluation on a crawl of the Rust documentation.
 //!
-//!     cargo run --release -p trawl-dedup --example dedup_eval -- trawl-out/pages.jsonl
+//!     cargo run --release -p trawl-dedup --example dedup_eval -- trawl-out/pages.jsonl \
+//!         [BOILERPLATE_SHARE 0.01] [SHOW_MISSED 5] [SHINGLE:numbers|nonumbers]
 //!
 //! Pairs that are near-copies by construction: the same item under `core::arch::x86` and
 //! `core::arch::x86_64`, and `core::X` re-exported as `std::X`. For each maximum distance
 //! 0..=6: recall on those pairs, and precision over every pair of pages the gate would flag
 //! (a flagged pair whose exact word 5-gram Jaccard is under 0.8 is a false positive;
-//! precision is measured on a uniform sample when there are many flagged pairs).
+//! precision is measured on a uniform sample when there are many flagged pairs). Recall is
+//! given over all constructed pairs and over those that are near-copies by the same 0.8
+//! rule; a table places the constructed pairs by Jaccard and distance, and the words that
+//! differ are shown for missed pairs. The last argument tries other SimHash features.
 
 use std::collections::HashMap;
 use std::io::BufRead;
 
+use trawl_dedup::hamming;
 use trawl_dedup::minhash::{MinHasher, jaccard};
-use trawl_dedup::{fingerprint, hamming};
 
 struct Page {
     path: String,
+    kept: String,
     simhash: u64,
     shingles: Vec<u64>,
 }
@@ -26,6 +31,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: dedup_eval PAGES.jsonl")?;
     // Lines on at least this share of the site's pages are boilerplate (0 keeps them).
     let boiler_share: f64 = std::env::args().nth(2).map_or(Ok(0.01), |s| s.parse())?;
+    // How many missed near-copies to print, with the words that differ.
+    let show: usize = std::env::args().nth(3).map_or(Ok(5), |s| s.parse())?;
+    // The SimHash features to evaluate, as SHINGLE:numbers|nonumbers (default: trawl's).
+    let features = match std::env::args().nth(4) {
+        None => trawl_dedup::simhash::FEATURES,
+        Some(f) => {
+            let (n, nums) = f
+                .split_once(':')
+                .ok_or("features: SHINGLE:numbers|nonumbers")?;
+            trawl_dedup::simhash::Features {
+                shingle: n.parse()?,
+                numbers: nums == "numbers",
+            }
+        }
+    };
+    println!("features: {features:?}");
     let mh = MinHasher::new(5);
     let mut docs: Vec<(String, String)> = Vec::new();
     for line in std::io::BufReader::new(std::fs::File::open(&path)?).lines() {
@@ -62,6 +83,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "boilerplate: lines on >= {limit} pages ({} distinct lines)",
         line_pages.values().filter(|n| **n >= limit).count()
     );
+    // EVAL_IDF=1: shingles weighted by their inverse document frequency over the whole
+    // crawl (Manku et al.'s weighting; needs corpus statistics the streaming gate lacks).
+    let idf_mode = std::env::var("EVAL_IDF").is_ok();
+    let shingle_hashes = |text: &str| -> Vec<u64> {
+        let w = trawl_dedup::simhash::words(text);
+        let n = features.shingle.max(1);
+        if w.len() < n {
+            return w
+                .iter()
+                .map(|x| xxhash_rust::xxh3::xxh3_64(x.as_bytes()))
+                .collect();
+        }
+        w.windows(n)
+            .map(|win| xxhash_rust::xxh3::xxh3_64(win.join(" ").as_bytes()))
+            .collect()
+    };
+    let mut df: HashMap<u64, u32> = HashMap::new();
+    if idf_mode {
+        for (_, text) in &docs {
+            let mut hs = shingle_hashes(text);
+            hs.sort_unstable();
+            hs.dedup();
+            for h in hs {
+                *df.entry(h).or_default() += 1;
+            }
+        }
+    }
+    let total_docs = docs.len() as f64;
+    let weighted = |text: &str| -> u64 {
+        let mut votes = [0f64; 64];
+        for h in shingle_hashes(text) {
+            let w = (total_docs / df.get(&h).copied().unwrap_or(1) as f64)
+                .ln()
+                .max(0.0);
+            for (i, v) in votes.iter_mut().enumerate() {
+                if (h >> i) & 1 == 1 { *v += w } else { *v -= w }
+            }
+        }
+        votes
+            .iter()
+            .enumerate()
+            .fold(0u64, |fp, (i, v)| if *v > 0.0 { fp | (1 << i) } else { fp })
+    };
     let pages: Vec<Page> = docs
         .iter()
         .map(|(path, text)| {
@@ -72,8 +136,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .join("\n");
             Page {
                 path: path.clone(),
-                simhash: fingerprint(&kept).simhash,
+                simhash: if idf_mode {
+                    weighted(&kept)
+                } else {
+                    trawl_dedup::simhash::simhash_with(
+                        &trawl_dedup::simhash::words(&kept),
+                        features,
+                    )
+                },
                 shingles: mh.shingles(&kept),
+                kept,
             }
         })
         .collect();
@@ -119,6 +191,69 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         similar(&reexport)
     );
 
+    // Where the constructed pairs sit: Jaccard band by Hamming distance.
+    let bands: [(f64, f64, &str); 4] = [
+        (0.95, 1.01, ">=0.95"),
+        (0.9, 0.95, "0.90-0.95"),
+        (0.8, 0.9, "0.80-0.90"),
+        (0.0, 0.8, "<0.80"),
+    ];
+    for (name, pairs) in [("x86/x86_64", &arch), ("core/std", &reexport)] {
+        println!("{name}: pairs by 5-gram Jaccard (rows) and Hamming distance (columns 0..=6, >6)");
+        for (lo, hi, label) in bands {
+            let mut hist = [0usize; 8];
+            for (i, j) in pairs.iter() {
+                let jac = jaccard(&pages[*i].shingles, &pages[*j].shingles);
+                if jac >= lo && jac < hi {
+                    let d = hamming(pages[*i].simhash, pages[*j].simhash) as usize;
+                    hist[d.min(7)] += 1;
+                }
+            }
+            println!("  {label:>10} {hist:?}");
+        }
+        // What a missed near-copy looks like: the words one page has and the other lacks.
+        let mut shown = 0;
+        for (i, j) in pairs.iter() {
+            let jac = jaccard(&pages[*i].shingles, &pages[*j].shingles);
+            let d = hamming(pages[*i].simhash, pages[*j].simhash);
+            if jac >= 0.9 && d > 2 && shown < show {
+                shown += 1;
+                let words = |k: usize| trawl_dedup::simhash::words(&pages[k].kept);
+                let (a, b) = (words(*i), words(*j));
+                let diff = |x: &[String], y: &[String]| {
+                    let mut y: Vec<&String> = y.iter().collect();
+                    x.iter()
+                        .filter(|w| match y.iter().position(|v| v == w) {
+                            Some(p) => {
+                                y.swap_remove(p);
+                                false
+                            }
+                            None => true,
+                        })
+                        .cloned()
+                        .collect::<Vec<_>>()
+                };
+                println!(
+                    "  missed: {} vs {} (J {jac:.3}, d {d}, {} words): -{:?} +{:?}",
+                    pages[*i].path,
+                    pages[*j].path,
+                    a.len(),
+                    diff(&a, &b),
+                    diff(&b, &a)
+                );
+            }
+        }
+    }
+    // Recall over the constructed pairs that are near-copies by the precision rule.
+    let near = |pairs: &[(usize, usize)]| -> Vec<(usize, usize)> {
+        pairs
+            .iter()
+            .copied()
+            .filter(|(i, j)| jaccard(&pages[*i].shingles, &pages[*j].shingles) >= 0.8)
+            .collect()
+    };
+    let (arch_near, reexport_near) = (near(&arch), near(&reexport));
+
     // Every pair within distance 6, by brute force over the fingerprints.
     let mut flagged: Vec<Vec<(usize, usize)>> = vec![Vec::new(); 7];
     for i in 0..pages.len() {
@@ -130,8 +265,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{:>4} {:>12} {:>12} {:>10} {:>10} {:>9}",
-        "dist", "recall x86", "recall std", "flagged", "sampled", "precision"
+        "recall over all constructed pairs, and (near) over those with Jaccard >= 0.8: {} and {}",
+        arch_near.len(),
+        reexport_near.len()
+    );
+    println!(
+        "{:>4} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10} {:>9}",
+        "dist",
+        "recall x86",
+        "recall std",
+        "(near) x86",
+        "(near) std",
+        "flagged",
+        "sampled",
+        "precision"
     );
     let mut cumulative: Vec<(usize, usize)> = Vec::new();
     for (d, at_d) in flagged.iter().enumerate() {
@@ -151,9 +298,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .count();
         let precision = good as f64 / sample.len().max(1) as f64;
         println!(
-            "{d:>4} {:>12.4} {:>12.4} {:>10} {:>10} {precision:>9.4}",
+            "{d:>4} {:>12.4} {:>12.4} {:>12.4} {:>12.4} {:>10} {:>10} {precision:>9.4}",
             recall(&arch),
             recall(&reexport),
+            recall(&arch_near),
+            recall(&reexport_near),
             cumulative.len(),
             sample.len()
         );

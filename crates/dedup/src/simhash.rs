@@ -21,8 +21,33 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The 64-bit SimHash of `words`: each word 3-shingle votes on every bit with its hash.
+/// Which features vote in a SimHash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// Words per shingle (1: single words, each occurrence voting).
+    pub shingle: usize,
+    /// Whether tokens made only of digits take part.
+    pub numbers: bool,
+}
+
+/// The features [`fingerprint`] uses.
+pub const FEATURES: Features = Features {
+    shingle: 3,
+    numbers: true,
+};
+
+/// The 64-bit SimHash of `words` with [`FEATURES`].
 pub fn simhash_words(words: &[String]) -> u64 {
+    simhash_with(words, FEATURES)
+}
+
+/// The 64-bit SimHash of `words`: each feature votes on every bit with its hash.
+pub fn simhash_with(words: &[String], features: Features) -> u64 {
+    let kept: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| features.numbers || !w.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
     let mut votes = [0i32; 64];
     let mut add = |h: u64| {
         for (i, v) in votes.iter_mut().enumerate() {
@@ -33,19 +58,21 @@ pub fn simhash_words(words: &[String]) -> u64 {
             }
         }
     };
-    if words.len() < 3 {
-        for w in words {
+    let n = features.shingle.max(1);
+    if kept.len() < n {
+        for w in &kept {
             add(xxh3_64(w.as_bytes()));
         }
     } else {
         let mut buf = String::new();
-        for win in words.windows(3) {
+        for win in kept.windows(n) {
             buf.clear();
-            buf.push_str(&win[0]);
-            buf.push(' ');
-            buf.push_str(&win[1]);
-            buf.push(' ');
-            buf.push_str(&win[2]);
+            for (i, w) in win.iter().enumerate() {
+                if i > 0 {
+                    buf.push(' ');
+                }
+                buf.push_str(w);
+            }
             add(xxh3_64(buf.as_bytes()));
         }
     }
@@ -162,6 +189,31 @@ mod tests {
                 assert!(a.iter().zip(&b).any(|(p, q)| p == q), "d={d}");
             }
         }
+    }
+
+    #[test]
+    fn features_choose_what_votes() {
+        let w = |t: &str| words(t);
+        let unigrams = Features {
+            shingle: 1,
+            numbers: true,
+        };
+        // Single words ignore order; shingles do not.
+        let (a, b) = (w("alpha beta gamma delta"), w("delta gamma beta alpha"));
+        assert_eq!(simhash_with(&a, unigrams), simhash_with(&b, unigrams));
+        assert_ne!(simhash_words(&a), simhash_words(&b));
+        // Without numbers, a text that differs only in a number has the same print.
+        let no_numbers = Features {
+            shingle: 3,
+            numbers: false,
+        };
+        let (c, d) = (
+            w("available on x86 and target feature sse only"),
+            w("available on x86 64 and target feature sse only"),
+        );
+        assert_eq!(simhash_with(&c, no_numbers), simhash_with(&d, no_numbers));
+        assert_ne!(simhash_words(&c), simhash_words(&d));
+        assert_eq!(simhash_words(&c), simhash_with(&c, FEATURES));
     }
 
     #[test]

@@ -46,6 +46,16 @@ fn embedder() -> trawl_index::Embedder {
     trawl_index::Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
+fn embedder_for(engine: &str) -> trawl_index::Embedder {
+    let engine = match engine {
+        "native" => trawl_index::Engine::Native,
+        "candle" => trawl_index::Engine::Candle,
+        other => panic!("engine {other:?}: native or candle"),
+    };
+    let dir = trawl_index::model::resolve_dir(None);
+    trawl_index::Embedder::load_engine(&dir, engine).unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize) -> Vec<ChunkRow> {
     texts
         .iter()
@@ -96,7 +106,8 @@ async fn main() {
         "embed" => {
             let texts = read_chunks(&args[1]);
             let batch: usize = args.get(2).map_or(32, |b| b.parse().expect("batch"));
-            let e = embedder();
+            let engine = args.get(3).map_or("native", String::as_str);
+            let e = embedder_for(engine);
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             // One small batch first: page the weights in, size the thread pool.
             e.embed(&refs[..batch.min(refs.len())], batch)
@@ -108,7 +119,7 @@ async fn main() {
             println!(
                 "{}",
                 serde_json::json!({
-                    "impl": "trawl (candle)", "chunks": texts.len(), "batch": batch,
+                    "impl": format!("trawl ({engine})"), "chunks": texts.len(), "batch": batch,
                     "wall_s": wall, "cpu_s": cpu,
                     "chunks_per_s": texts.len() as f64 / wall,
                     "chunks_per_cpu_s": texts.len() as f64 / cpu,
@@ -239,7 +250,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: index_bench embed CHUNKS [BATCH] | insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES"
+                "usage: index_bench embed CHUNKS [BATCH] [native|candle] | insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES"
             );
             std::process::exit(2);
         }

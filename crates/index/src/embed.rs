@@ -1,5 +1,6 @@
-//! Sentence embeddings with candle's BERT: mean pooling over the attention mask, then L2
-//! normalization, as sentence-transformers computes them for all-MiniLM-L6-v2.
+//! Sentence embeddings: BERT, mean pooling over the real tokens, then L2 normalization, as
+//! sentence-transformers computes them for all-MiniLM-L6-v2. On the CPU trawl's own forward
+//! pass ([`crate::bert`]) runs; candle's `BertModel` runs on CUDA devices.
 
 use std::path::Path;
 
@@ -8,16 +9,30 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use crate::bert::{Bert, BertConfig};
 use crate::{IndexError, model};
 
 /// The window sentence-transformers uses for this model (`max_seq_length`); the packaged
 /// `tokenizer.json` says 128, which would cut long chunks short.
 pub const MAX_SEQ_LEN: usize = 256;
 
+/// Which forward pass computes the vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// trawl's own CPU forward pass ([`crate::bert`]): packed tokens, no padding.
+    Native,
+    /// candle's `BertModel`, on the CPU or a CUDA device (with the `cuda` feature).
+    Candle,
+}
+
+enum Forward {
+    Native(Bert),
+    Candle { model: BertModel, device: Device },
+}
+
 pub struct Embedder {
-    model: BertModel,
+    forward: Forward,
     tokenizer: Tokenizer,
-    device: Device,
     dim: usize,
 }
 
@@ -26,20 +41,32 @@ fn ml(e: candle_core::Error) -> IndexError {
 }
 
 impl Embedder {
-    /// Loads the model from `dir` onto the CPU, or the first CUDA device when built with
-    /// the `cuda` feature and one is present.
+    /// Loads the model from `dir`: onto the first CUDA device when built with the `cuda`
+    /// feature and one is present (candle's forward pass), else for the CPU (trawl's own,
+    /// which is the faster one there).
     pub fn load(dir: &Path) -> Result<Self, IndexError> {
+        match pick_device()? {
+            Device::Cpu => Self::load_engine(dir, Engine::Native),
+            device => Self::load_on(dir, Engine::Candle, device),
+        }
+    }
+
+    /// Loads the model for `engine` on the CPU (tests compare the two).
+    pub fn load_engine(dir: &Path, engine: Engine) -> Result<Self, IndexError> {
+        Self::load_on(dir, engine, Device::Cpu)
+    }
+
+    fn load_on(dir: &Path, engine: Engine, device: Device) -> Result<Self, IndexError> {
         model::check_dir(dir)?;
-        let device = pick_device()?;
         let read = |f: &str| {
             std::fs::read_to_string(dir.join(f))
                 .map_err(|e| IndexError::Model(format!("{}: {e}", dir.join(f).display())))
         };
-        let config: Config = serde_json::from_str(&read("config.json")?)
-            .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+        let config = read("config.json")?;
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| IndexError::Tokenizer(format!("tokenizer.json: {e}")))?;
-        tokenizer.with_padding(Some(PaddingParams {
+        // The native pass packs sequences as they are; candle's takes a padded matrix.
+        tokenizer.with_padding((engine == Engine::Candle).then(|| PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
             ..Default::default()
         }));
@@ -49,22 +76,32 @@ impl Embedder {
                 ..Default::default()
             }))
             .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
-        // Safety: the weights file is memory-mapped read-only; trawl never writes it, and
-        // the model's documentation asks the operator not to change it while it is in use.
-        let vb = unsafe {
-            VarBuilder::from_mmaped_safetensors(
-                &[dir.join("model.safetensors")],
-                DType::F32,
-                &device,
-            )
-        }
-        .map_err(ml)?;
-        let model = BertModel::load(vb, &config).map_err(ml)?;
+        let weights = dir.join("model.safetensors");
+        let (forward, dim) = match engine {
+            Engine::Native => {
+                let cfg: BertConfig = serde_json::from_str(&config)
+                    .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+                let bert = Bert::load(&weights, cfg)?;
+                let dim = bert.hidden_size();
+                (Forward::Native(bert), dim)
+            }
+            Engine::Candle => {
+                let cfg: Config = serde_json::from_str(&config)
+                    .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+                // Safety: the weights file is memory-mapped read-only; trawl never writes
+                // it, and the model's documentation asks the operator not to change it
+                // while it is in use.
+                let vb =
+                    unsafe { VarBuilder::from_mmaped_safetensors(&[weights], DType::F32, &device) }
+                        .map_err(ml)?;
+                let model = BertModel::load(vb, &cfg).map_err(ml)?;
+                (Forward::Candle { model, device }, cfg.hidden_size)
+            }
+        };
         Ok(Self {
-            dim: config.hidden_size,
-            model,
+            forward,
             tokenizer,
-            device,
+            dim,
         })
     }
 
@@ -78,10 +115,13 @@ impl Embedder {
     }
 
     pub fn device_name(&self) -> &'static str {
-        match self.device {
-            Device::Cpu => "cpu",
-            Device::Cuda(_) => "cuda",
-            Device::Metal(_) => "metal",
+        match &self.forward {
+            Forward::Native(_) => "cpu",
+            Forward::Candle { device, .. } => match device {
+                Device::Cpu => "cpu (candle)",
+                Device::Cuda(_) => "cuda",
+                Device::Metal(_) => "metal",
+            },
         }
     }
 
@@ -107,42 +147,56 @@ impl Embedder {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
-        let rows = encodings.len();
-        let cols = encodings.first().map_or(0, |e| e.len());
-        let mut ids = Vec::with_capacity(rows * cols);
-        let mut mask = Vec::with_capacity(rows * cols);
-        for e in &encodings {
-            ids.extend_from_slice(e.get_ids());
-            mask.extend_from_slice(e.get_attention_mask());
+        match &self.forward {
+            Forward::Native(bert) => {
+                let seqs: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+                bert.embed(&seqs, rayon::current_num_threads())
+            }
+            Forward::Candle { model, device } => candle_batch(model, device, &encodings),
         }
-        let ids = Tensor::from_vec(ids, (rows, cols), &self.device).map_err(ml)?;
-        let mask = Tensor::from_vec(mask, (rows, cols), &self.device).map_err(ml)?;
-        let types = ids.zeros_like().map_err(ml)?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask)).map_err(ml)?;
-        // Mean over the real tokens only: padding must not pull the average.
-        let m = mask
-            .to_dtype(DType::F32)
-            .map_err(ml)?
-            .unsqueeze(2)
-            .map_err(ml)?;
-        let summed = hidden.broadcast_mul(&m).map_err(ml)?.sum(1).map_err(ml)?;
-        let counts = m.sum(1).map_err(ml)?.clamp(1e-9, f64::MAX).map_err(ml)?;
-        let mean = summed.broadcast_div(&counts).map_err(ml)?;
-        let norm = mean
-            .sqr()
-            .map_err(ml)?
-            .sum_keepdim(1)
-            .map_err(ml)?
-            .sqrt()
-            .map_err(ml)?
-            .clamp(1e-12, f64::MAX)
-            .map_err(ml)?;
-        let unit = mean.broadcast_div(&norm).map_err(ml)?;
-        unit.to_device(&Device::Cpu)
-            .map_err(ml)?
-            .to_vec2::<f32>()
-            .map_err(ml)
     }
+}
+
+fn candle_batch(
+    model: &BertModel,
+    device: &Device,
+    encodings: &[tokenizers::Encoding],
+) -> Result<Vec<Vec<f32>>, IndexError> {
+    let rows = encodings.len();
+    let cols = encodings.first().map_or(0, |e| e.len());
+    let mut ids = Vec::with_capacity(rows * cols);
+    let mut mask = Vec::with_capacity(rows * cols);
+    for e in encodings {
+        ids.extend_from_slice(e.get_ids());
+        mask.extend_from_slice(e.get_attention_mask());
+    }
+    let ids = Tensor::from_vec(ids, (rows, cols), device).map_err(ml)?;
+    let mask = Tensor::from_vec(mask, (rows, cols), device).map_err(ml)?;
+    let types = ids.zeros_like().map_err(ml)?;
+    let hidden = model.forward(&ids, &types, Some(&mask)).map_err(ml)?;
+    // Mean over the real tokens only: padding must not pull the average.
+    let m = mask
+        .to_dtype(DType::F32)
+        .map_err(ml)?
+        .unsqueeze(2)
+        .map_err(ml)?;
+    let summed = hidden.broadcast_mul(&m).map_err(ml)?.sum(1).map_err(ml)?;
+    let counts = m.sum(1).map_err(ml)?.clamp(1e-9, f64::MAX).map_err(ml)?;
+    let mean = summed.broadcast_div(&counts).map_err(ml)?;
+    let norm = mean
+        .sqr()
+        .map_err(ml)?
+        .sum_keepdim(1)
+        .map_err(ml)?
+        .sqrt()
+        .map_err(ml)?
+        .clamp(1e-12, f64::MAX)
+        .map_err(ml)?;
+    let unit = mean.broadcast_div(&norm).map_err(ml)?;
+    unit.to_device(&Device::Cpu)
+        .map_err(ml)?
+        .to_vec2::<f32>()
+        .map_err(ml)
 }
 
 #[cfg(feature = "cuda")]

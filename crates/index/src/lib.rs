@@ -1,20 +1,22 @@
 //! trawl's knowledge base: pages become heading-aware chunks, chunks become vectors
-//! (candle's BERT, all-MiniLM-L6-v2 by default), and both go into LanceDB for vector,
+//! (BERT, all-MiniLM-L6-v2 by default), and both go into LanceDB for vector,
 //! full-text and hybrid search. A chunk already indexed from another page is stored once
 //! and recorded as an alias.
 
 pub mod alloc;
+mod bert;
 pub mod chunk;
 pub mod embed;
 pub mod gate;
 pub mod indexer;
+mod kernels;
 pub mod model;
 mod rows;
 pub mod search;
 pub mod store;
 
 pub use chunk::{Chunker, ChunkerConfig};
-pub use embed::Embedder;
+pub use embed::{Embedder, Engine};
 pub use indexer::{IndexOptions, IndexStats, Indexer};
 pub use search::{Hit, Mode, search};
 pub use store::Store;

@@ -1,10 +1,11 @@
-//! candle's embeddings against sentence-transformers' reference vectors
+//! trawl's embeddings against sentence-transformers' reference vectors
 //! (`shared/data/embeddings/reference.json`): cosine >= 0.9999 for every text, including
-//! one past the 256-word-piece window.
+//! one past the 256-word-piece window, with both forward passes (trawl's own, the CPU
+//! default, and candle's, which CUDA devices use).
 
 mod common;
 
-use trawl_index::Embedder;
+use trawl_index::{Embedder, Engine};
 
 #[test]
 fn embeddings_match_sentence_transformers() {
@@ -19,11 +20,20 @@ fn embeddings_match_sentence_transformers() {
     let items = data["items"].as_array().unwrap();
     assert!(items.len() >= 16);
     let texts: Vec<&str> = items.iter().map(|i| i["text"].as_str().unwrap()).collect();
-    let e = Embedder::load(&dir).unwrap();
-    assert_eq!(e.dim(), 384);
-    // Batched with padding (batch 5 mixes long and short texts) and one by one.
+    for engine in [Engine::Native, Engine::Candle] {
+        let e = Embedder::load_engine(&dir, engine).unwrap();
+        assert_eq!(e.dim(), 384);
+        check(&e, &texts, items, engine);
+    }
+    // The CPU default is the native pass.
+    assert_eq!(Embedder::load(&dir).unwrap().device_name(), "cpu");
+}
+
+fn check(e: &Embedder, texts: &[&str], items: &[serde_json::Value], engine: Engine) {
+    // Batched (batch 5 mixes long and short texts: padding for candle, packing for the
+    // native pass) and one by one.
     for batch in [5, 1] {
-        let got = e.embed(&texts, batch).unwrap();
+        let got = e.embed(texts, batch).unwrap();
         for (item, v) in items.iter().zip(&got) {
             let want: Vec<f32> = item["embedding"]
                 .as_array()
@@ -38,7 +48,7 @@ fn embeddings_match_sentence_transformers() {
             assert!((na - 1.0).abs() < 1e-4, "not normalized: {na}");
             assert!(
                 cos >= 0.9999,
-                "batch {batch}: cosine {cos} for {:?} ({} word pieces)",
+                "{engine:?}, batch {batch}: cosine {cos} for {:?} ({} word pieces)",
                 item["text"]
                     .as_str()
                     .unwrap()

@@ -1,0 +1,186 @@
+//! The element-wise steps of the BERT forward pass (GELU, softmax, layer norm), written so
+//! the compiler vectorizes them: `exp` and `erf` are branch-free polynomials instead of
+//! libm calls (scalar, and slow on the underflow path), and each kernel is compiled twice,
+//! for AVX2+FMA and for the baseline, picked at run time.
+
+/// Compiles `$body` for the baseline and for AVX2+FMA, and calls the second when the CPU
+/// has those features.
+macro_rules! dispatch {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn generic($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) {
+                    generic($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // Safety: the CPU has the features `avx2` is compiled for.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            generic($($arg),*)
+        }
+    };
+}
+
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// ln 2 split in two so that `n * LN2_HI` is exact for the `n` that occur (Cephes' expf).
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// 1.5 * 2^23: adding it rounds a float of magnitude < 2^22 to an integer, and leaves that
+/// integer in the low bits of the sum's representation.
+const ROUND: f32 = 12_582_912.0;
+
+/// `exp(x)` for `x <= 0` (relative error about 2e-7; below -87.3 it returns 2^-126 instead
+/// of a subnormal or 0, which no caller can tell from 0 after a sum of at least 1).
+#[inline(always)]
+fn exp_neg(x: f32) -> f32 {
+    let x = x.max(-87.3).min(0.0);
+    let t = x * LOG2_E + ROUND;
+    let n = t - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 5.000_000_1e-1;
+    let e = p * r * r + r + 1.0;
+    // The low bits of `t + 127` hold `n + 127`, the biased exponent of 2^n.
+    e * f32::from_bits((t + 127.0).to_bits() << 23)
+}
+
+/// `erf(x)` by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+#[inline(always)]
+fn erf(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * a);
+    let poly = ((((1.061_405_4 * t - 1.453_152_1) * t + 1.421_413_7) * t - 0.284_496_72) * t
+        + 0.254_829_6)
+        * t;
+    let y = 1.0 - poly * exp_neg(-a * a);
+    y.copysign(x)
+}
+
+dispatch! {
+    /// `xs[i] = gelu(xs[i] + bias[i % bias.len()])`, the exact (erf) GELU BERT uses.
+    pub fn bias_gelu(xs: &mut [f32], bias: &[f32]) {
+        for row in xs.chunks_exact_mut(bias.len()) {
+            for (x, b) in row.iter_mut().zip(bias) {
+                let v = *x + b;
+                *x = 0.5 * v * (1.0 + erf(v * std::f32::consts::FRAC_1_SQRT_2));
+            }
+        }
+    }
+}
+
+dispatch! {
+    /// Softmax of each row of `xs` (rows of `width`) in place.
+    pub fn softmax_rows(xs: &mut [f32], width: usize) {
+        for row in xs.chunks_exact_mut(width) {
+            let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let mut sum = 0.0;
+            for v in row.iter_mut() {
+                *v = exp_neg(*v - max);
+                sum += *v;
+            }
+            let inv = 1.0 / sum;
+            for v in row.iter_mut() {
+                *v *= inv;
+            }
+        }
+    }
+}
+
+dispatch! {
+    /// Layer normalization of each row of `xs` (rows as long as `gamma`) in place.
+    pub fn layer_norm_rows(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+        let width = gamma.len();
+        for row in xs.chunks_exact_mut(width) {
+            let mean = row.iter().sum::<f32>() / width as f32;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+                *v = (*v - mean) * inv * g + b;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_matches_libm() {
+        let mut worst: f32 = 0.0;
+        for i in 0..=87_000 {
+            let x = -(i as f32) / 1000.0;
+            let (fast, exact) = (exp_neg(x), x.exp());
+            worst = worst.max(((fast - exact) / exact).abs());
+        }
+        assert!(worst < 1e-6, "worst relative error {worst}");
+        assert_eq!(exp_neg(0.0), 1.0);
+        assert!(exp_neg(-1e30) < 1e-37 && exp_neg(f32::MIN) < 1e-37);
+        assert!(exp_neg(f32::NEG_INFINITY) < 1e-37);
+    }
+
+    #[test]
+    fn gelu_matches_the_exact_definition() {
+        let xs: Vec<f32> = (-2000..=2000).map(|i| i as f32 / 100.0).collect();
+        let mut got = xs.clone();
+        bias_gelu(&mut got, &[0.0]);
+        for (x, g) in xs.iter().zip(&got) {
+            let x = *x as f64;
+            // erf by its Taylor series, which converges well in f64 for |x| <= 3.
+            if x.abs() > 3.0 {
+                continue;
+            }
+            let z = x / std::f64::consts::SQRT_2;
+            let mut term = z;
+            let mut sum = z;
+            for n in 1..200 {
+                term *= -z * z / n as f64;
+                sum += term / (2 * n + 1) as f64;
+            }
+            let erf = sum * 2.0 / std::f64::consts::PI.sqrt();
+            let exact = 0.5 * x * (1.0 + erf);
+            assert!(
+                (*g as f64 - exact).abs() < 1e-6,
+                "gelu({x}) = {g}, want {exact}"
+            );
+        }
+        // Far out: the identity and zero.
+        assert!((got[4000] - 20.0).abs() < 1e-5 && got[0].abs() < 1e-5);
+    }
+
+    #[test]
+    fn softmax_rows_sum_to_one_and_keep_order() {
+        let mut xs = vec![1.0, 2.0, 3.0, -1e30, 0.0, 0.0, 0.0, 0.0];
+        softmax_rows(&mut xs, 4);
+        let s: f32 = xs[..4].iter().sum();
+        assert!((s - 1.0).abs() < 1e-6);
+        assert!(xs[2] > xs[1] && xs[1] > xs[0] && xs[3] < 1e-30);
+        let want = [1.0f32.exp(), 2.0f32.exp(), 3.0f32.exp()];
+        let total: f32 = want.iter().sum();
+        for (g, w) in xs.iter().zip(want) {
+            assert!((g - w / total).abs() < 1e-6);
+        }
+        assert!(xs[4..].iter().all(|v| (v - 0.25).abs() < 1e-7));
+    }
+
+    #[test]
+    fn layer_norm_centres_and_scales() {
+        let mut xs = vec![1.0, 2.0, 3.0, 4.0];
+        layer_norm_rows(&mut xs, &[1.0, 1.0, 2.0, 2.0], &[0.0, 0.0, 0.0, 1.0], 1e-12);
+        let sd = 1.25f32.sqrt();
+        let want = [-1.5 / sd, -0.5 / sd, 2.0 * 0.5 / sd, 2.0 * 1.5 / sd + 1.0];
+        for (g, w) in xs.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{g} vs {w}");
+        }
+    }
+}
