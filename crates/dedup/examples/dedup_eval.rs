@@ -306,6 +306,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             cumulative.len(),
             sample.len()
         );
+        // The false positives at the default distance: how long their pages are.
+        if d == 2 {
+            let mut by_len = [0usize; 4];
+            let mut shown = 0;
+            for (i, j) in &sample {
+                if jaccard(&pages[*i].shingles, &pages[*j].shingles) >= 0.8 {
+                    continue;
+                }
+                let words = pages[*i].shingles.len().min(pages[*j].shingles.len());
+                by_len[match words {
+                    0..24 => 0,
+                    24..50 => 1,
+                    50..100 => 2,
+                    _ => 3,
+                }] += 1;
+                if shown < show {
+                    shown += 1;
+                    println!(
+                        "  false positive: {} vs {} ({words} shingles)",
+                        pages[*i].path, pages[*j].path
+                    );
+                }
+            }
+            println!(
+                "  false positives at distance <= 2 by the shorter page's 5-gram count: <24 {}, 24-49 {}, 50-99 {}, >=100 {}",
+                by_len[0], by_len[1], by_len[2], by_len[3]
+            );
+        }
     }
     Ok(())
 }

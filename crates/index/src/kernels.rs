@@ -41,14 +41,14 @@ const ROUND: f32 = 12_582_912.0;
 /// of a subnormal or 0, which no caller can tell from 0 after a sum of at least 1).
 #[inline(always)]
 fn exp_neg(x: f32) -> f32 {
-    let x = x.max(-87.3).min(0.0);
+    let x = x.clamp(-87.3, 0.0);
     let t = x * LOG2_E + ROUND;
     let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1;
+        + 0.5;
     let e = p * r * r + r + 1.0;
     // The low bits of `t + 127` hold `n + 127`, the biased exponent of 2^n.
     e * f32::from_bits((t + 127.0).to_bits() << 23)
