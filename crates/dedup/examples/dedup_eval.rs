@@ -254,6 +254,61 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (arch_near, reexport_near) = (near(&arch), near(&reexport));
 
+    // For comparison, the corpus tool as a page gate: MinHash-LSH candidates (bands x rows
+    // of trawl_dedup::minhash) flagged when their estimated Jaccard is at least
+    // EVAL_MINHASH (0.8 when it is not a number).
+    if let Ok(t) = std::env::var("EVAL_MINHASH") {
+        let threshold: f64 = t.parse().unwrap_or(0.8);
+        use trawl_dedup::minhash::{BANDS, ROWS, estimated_jaccard};
+        let sigs: Vec<Vec<u64>> = pages.iter().map(|p| mh.signature(&p.kept)).collect();
+        let mut buckets: HashMap<(usize, &[u64]), Vec<usize>> = HashMap::new();
+        for (i, sig) in sigs.iter().enumerate() {
+            for b in 0..BANDS {
+                buckets
+                    .entry((b, &sig[b * ROWS..(b + 1) * ROWS]))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut candidates: Vec<(usize, usize)> = Vec::new();
+        for members in buckets.values() {
+            for (x, &i) in members.iter().enumerate() {
+                for &j in &members[x + 1..] {
+                    candidates.push((i.min(j), i.max(j)));
+                }
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let flagged: std::collections::HashSet<(usize, usize)> = candidates
+            .into_iter()
+            .filter(|(i, j)| estimated_jaccard(&sigs[*i], &sigs[*j]) >= threshold)
+            .collect();
+        let recall = |pairs: &[(usize, usize)]| {
+            let hit = pairs
+                .iter()
+                .filter(|(i, j)| flagged.contains(&((*i).min(*j), (*i).max(*j))))
+                .count();
+            hit as f64 / pairs.len().max(1) as f64
+        };
+        let all: Vec<&(usize, usize)> = flagged.iter().collect();
+        let step = (all.len() / 20_000).max(1);
+        let sample: Vec<&&(usize, usize)> = all.iter().step_by(step).collect();
+        let good = sample
+            .iter()
+            .filter(|(i, j)| jaccard(&pages[*i].shingles, &pages[*j].shingles) >= 0.8)
+            .count();
+        println!(
+            "minhash-lsh ({BANDS}x{ROWS}, estimate >= {threshold}): recall x86 {:.4} std {:.4}, near x86 {:.4} std {:.4}; flagged {}, precision {:.4}",
+            recall(&arch),
+            recall(&reexport),
+            recall(&arch_near),
+            recall(&reexport_near),
+            flagged.len(),
+            good as f64 / sample.len().max(1) as f64
+        );
+    }
+
     // Every pair within distance 6, by brute force over the fingerprints.
     let mut flagged: Vec<Vec<(usize, usize)>> = vec![Vec::new(); 7];
     for i in 0..pages.len() {
