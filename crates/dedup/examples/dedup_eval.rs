@@ -280,6 +280,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         candidates.sort_unstable();
         candidates.dedup();
+        // LSH at 20x5 makes a candidate of a pair at Jaccard 0.8 with probability 0.9996,
+        // so this is (nearly) every near-copy pair of the site.
+        let near_pairs = candidates
+            .iter()
+            .filter(|(i, j)| jaccard(&pages[*i].shingles, &pages[*j].shingles) >= 0.8)
+            .count();
+        println!(
+            "page pairs with 5-gram Jaccard >= 0.8 (LSH candidates, exact check): {near_pairs}"
+        );
         let flagged: std::collections::HashSet<(usize, usize)> = candidates
             .into_iter()
             .filter(|(i, j)| estimated_jaccard(&sigs[*i], &sigs[*j]) >= threshold)
