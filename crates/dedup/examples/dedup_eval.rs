@@ -86,18 +86,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // EVAL_IDF=1: shingles weighted by their inverse document frequency over the whole
     // crawl (Manku et al.'s weighting; needs corpus statistics the streaming gate lacks).
     let idf_mode = std::env::var("EVAL_IDF").is_ok();
-    let shingle_hashes = |text: &str| -> Vec<u64> {
-        let w = trawl_dedup::simhash::words(text);
-        let n = features.shingle.max(1);
-        if w.len() < n {
-            return w
-                .iter()
-                .map(|x| xxhash_rust::xxh3::xxh3_64(x.as_bytes()))
-                .collect();
-        }
-        w.windows(n)
-            .map(|win| xxhash_rust::xxh3::xxh3_64(win.join(" ").as_bytes()))
-            .collect()
+    let shingle_hashes = |text: &str| {
+        trawl_dedup::simhash::feature_hashes(&trawl_dedup::simhash::words(text), features)
     };
     let mut df: HashMap<u64, u32> = HashMap::new();
     if idf_mode {

@@ -41,31 +41,20 @@ pub fn simhash_words(words: &[String]) -> u64 {
     simhash_with(words, FEATURES)
 }
 
-/// The 64-bit SimHash of `words`: each feature votes on every bit with its hash.
-pub fn simhash_with(words: &[String], features: Features) -> u64 {
+/// The hashes of `words`' features, one per occurrence, in order.
+pub fn feature_hashes(words: &[String], features: Features) -> Vec<u64> {
     let kept: Vec<&str> = words
         .iter()
         .map(String::as_str)
         .filter(|w| features.numbers || !w.bytes().all(|b| b.is_ascii_digit()))
         .collect();
-    let mut votes = [0i32; 64];
-    let mut add = |h: u64| {
-        for (i, v) in votes.iter_mut().enumerate() {
-            if (h >> i) & 1 == 1 {
-                *v += 1;
-            } else {
-                *v -= 1;
-            }
-        }
-    };
     let n = features.shingle.max(1);
     if kept.len() < n {
-        for w in &kept {
-            add(xxh3_64(w.as_bytes()));
-        }
-    } else {
-        let mut buf = String::new();
-        for win in kept.windows(n) {
+        return kept.iter().map(|w| xxh3_64(w.as_bytes())).collect();
+    }
+    let mut buf = String::new();
+    kept.windows(n)
+        .map(|win| {
             buf.clear();
             for (i, w) in win.iter().enumerate() {
                 if i > 0 {
@@ -73,7 +62,21 @@ pub fn simhash_with(words: &[String], features: Features) -> u64 {
                 }
                 buf.push_str(w);
             }
-            add(xxh3_64(buf.as_bytes()));
+            xxh3_64(buf.as_bytes())
+        })
+        .collect()
+}
+
+/// The 64-bit SimHash of `words`: each feature votes on every bit with its hash.
+pub fn simhash_with(words: &[String], features: Features) -> u64 {
+    let mut votes = [0i32; 64];
+    for h in feature_hashes(words, features) {
+        for (i, v) in votes.iter_mut().enumerate() {
+            if (h >> i) & 1 == 1 {
+                *v += 1;
+            } else {
+                *v -= 1;
+            }
         }
     }
     votes

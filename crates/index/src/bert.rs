@@ -55,7 +55,12 @@ struct Norm {
 struct Dense {
     weight: Vec<f32>,
     bias: Vec<f32>,
-    inputs: usize,
+}
+
+impl Dense {
+    fn inputs(&self) -> usize {
+        self.weight.len() / self.bias.len()
+    }
 }
 
 struct Layer {
@@ -109,7 +114,6 @@ impl Weights {
         Ok(Dense {
             weight: self.get(&format!("{name}.weight"), &[out, inputs])?,
             bias: self.get(&format!("{name}.bias"), &[out])?,
-            inputs,
         })
     }
 
@@ -125,6 +129,8 @@ impl Bert {
     /// Loads `model.safetensors` (tensor names as Hugging Face's `BertModel` saves them,
     /// with or without a `bert.` prefix).
     pub fn load(weights: &Path, cfg: BertConfig) -> Result<Self, IndexError> {
+        // The activation is read from config.json so that a model with another one is
+        // refused there instead of computed wrongly; GELU is the only one implemented.
         match cfg.hidden_act {
             Activation::Gelu => {}
         }
@@ -155,7 +161,6 @@ impl Bert {
             let qkv = Dense {
                 weight: [q.weight, k.weight, v.weight].concat(),
                 bias: [q.bias, k.bias, v.bias].concat(),
-                inputs: h,
             };
             layers.push(Layer {
                 qkv,
@@ -347,10 +352,10 @@ impl Bert {
 /// `dst = src W^T`, or `dst += src W^T` when `accumulate`, for a dense layer (`src` is
 /// `[rows, inputs]`, `dst` `[rows, out]`); the bias is the caller's.
 fn dense(dst: &mut [f32], src: &[f32], layer: &Dense, threads: usize, accumulate: bool) {
-    let out = layer.bias.len();
-    let rows = src.len() / layer.inputs;
+    let (out, inputs) = (layer.bias.len(), layer.inputs());
+    let rows = src.len() / inputs;
+    assert_eq!(src.len(), rows * inputs, "dense layer source");
     assert_eq!(dst.len(), rows * out, "dense layer destination");
-    assert_eq!(layer.weight.len(), out * layer.inputs, "dense layer weight");
     let par = if threads > 1 {
         Parallelism::Rayon(threads)
     } else {
@@ -362,16 +367,16 @@ fn dense(dst: &mut [f32], src: &[f32], layer: &Dense, threads: usize, accumulate
         gemm::gemm(
             rows,
             out,
-            layer.inputs,
+            inputs,
             dst.as_mut_ptr(),
             1,
             out as isize,
             accumulate,
             src.as_ptr(),
             1,
-            layer.inputs as isize,
+            inputs as isize,
             layer.weight.as_ptr(),
-            layer.inputs as isize,
+            inputs as isize,
             1,
             1.0,
             1.0,
@@ -436,7 +441,6 @@ mod tests {
         let mut dense = |out: usize, inputs: usize| Dense {
             weight: next(out * inputs),
             bias: next(out),
-            inputs,
         };
         let mut layers = Vec::new();
         for _ in 0..cfg.num_hidden_layers {

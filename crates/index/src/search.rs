@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::IndexError;
 use crate::embed::Embedder;
-use crate::store::{Store, col, collect, heading_paths, quote};
+use crate::store::{Store, col, collect, heading_paths, in_list};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -216,11 +216,8 @@ async fn add_aliases(store: &Store, hits: &mut [Hit]) -> Result<(), IndexError> 
     if hits.is_empty() {
         return Ok(());
     }
-    let list = hits
-        .iter()
-        .map(|h| quote(&h.id))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    let list = in_list(&ids);
     let batches = collect(
         &store
             .aliases()

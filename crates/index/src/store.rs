@@ -37,8 +37,21 @@ pub async fn string_column(table: &Table, name: &str) -> Result<Vec<String>, Ind
 }
 
 /// A SQL string literal.
-pub fn quote(s: &str) -> String {
+fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// How many values one `IN (...)` filter carries: longer lists are split so that a
+/// predicate stays a reasonable size for LanceDB's SQL parser.
+const IN_LIST_MAX: usize = 256;
+
+/// The inside of an SQL `IN (...)` list: the values quoted, comma-separated.
+pub fn in_list<S: AsRef<str>>(values: &[S]) -> String {
+    values
+        .iter()
+        .map(|v| quote(v.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the gate needs of every stored chunk, read back when an index is reopened.
@@ -168,12 +181,8 @@ impl Store {
 
     /// Removes every chunk and alias of these pages (by canonical URL).
     pub async fn delete_pages(&self, canonical: &[String]) -> Result<(), IndexError> {
-        for group in canonical.chunks(256) {
-            let list = group
-                .iter()
-                .map(|u| quote(u))
-                .collect::<Vec<_>>()
-                .join(", ");
+        for group in canonical.chunks(IN_LIST_MAX) {
+            let list = in_list(group);
             let pred = format!("canonical_url IN ({list})");
             self.chunks.delete(pred.as_str()).await.map_err(db)?;
             self.aliases.delete(pred.as_str()).await.map_err(db)?;
@@ -238,12 +247,8 @@ impl Store {
     /// The alias rows that point at any of `targets`.
     pub async fn aliases_of(&self, targets: &[String]) -> Result<Vec<AliasRow>, IndexError> {
         let mut out = Vec::new();
-        for group in targets.chunks(256) {
-            let list = group
-                .iter()
-                .map(|u| quote(u))
-                .collect::<Vec<_>>()
-                .join(", ");
+        for group in targets.chunks(IN_LIST_MAX) {
+            let list = in_list(group);
             let batches = collect(
                 &self
                     .aliases
@@ -261,12 +266,8 @@ impl Store {
 
     /// Removes alias rows by id.
     pub async fn delete_aliases(&self, ids: &[String]) -> Result<(), IndexError> {
-        for group in ids.chunks(256) {
-            let list = group
-                .iter()
-                .map(|u| quote(u))
-                .collect::<Vec<_>>()
-                .join(", ");
+        for group in ids.chunks(IN_LIST_MAX) {
+            let list = in_list(group);
             self.aliases
                 .delete(format!("id IN ({list})").as_str())
                 .await
