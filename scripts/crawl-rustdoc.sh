@@ -21,6 +21,7 @@ case " $* " in
   *" --no-index "*|*" --no-embed "*) ;;
   *) ./scripts/fetch-model.sh ;;
 esac
+./scripts/protoc.sh
 cargo build --release --locked -p trawl -p trawl-testsite
 ./target/release/trawl-testsite --dir "$docs" --port "$port" --log /tmp/trawl-rustdoc-access.jsonl &
 server=$!

@@ -11,11 +11,7 @@ cd "$(dirname "$0")/.."
 
 ./scripts/services.sh
 
-if ! command -v protoc >/dev/null; then
-  echo "test: installing protobuf-compiler (lance's build needs protoc)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq protobuf-compiler >/dev/null
-fi
+./scripts/protoc.sh
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
 if [ ! -x .venv/bin/python3 ] || [ ! -x .venv/bin/hadolint ] \

@@ -16,11 +16,11 @@ async fn every_bad_input_is_recorded_and_the_crawl_goes_on() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/scenarios")], out.path());
-    o.max_depth = 1;
-    o.timeout = 1;
-    o.max_body_bytes = 1024 * 1024;
-    o.max_decoded_bytes = 8 * 1024 * 1024;
-    o.concurrency_per_host = 4;
+    o.crawl.max_depth = 1;
+    o.crawl.timeout_s = 1;
+    o.crawl.max_body_bytes = 1024 * 1024;
+    o.crawl.max_decoded_bytes = 8 * 1024 * 1024;
+    o.crawl.concurrency_per_host = 4;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());
 

@@ -96,7 +96,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             .unwrap(),
     );
     let gate = Arc::new(
-        trawl_dedup::redis_gate::RedisGate::connect("redis://127.0.0.1:6379", &crawl, 2)
+        trawl_cluster::redis_gate::RedisGate::connect("redis://127.0.0.1:6379", &crawl, 2)
             .await
             .unwrap(),
     );
@@ -245,7 +245,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
     let emb = tempfile::tempdir().unwrap();
     let mut o = support::options(std::slice::from_ref(&seed), emb.path());
     o.concurrency = 2;
-    o.delay_ms = 0;
+    o.crawl.delay_ms = 0;
     trawl::crawl(o).await.unwrap();
     let cluster = read_pages(&out.path().join("pages.jsonl"));
     let embedded_pages = read_pages(&emb.path().join("pages.jsonl"));

@@ -92,7 +92,7 @@ async fn private_addresses_are_refused_unless_allowed() {
     // An IP literal, and a name that resolves to loopback (checked after DNS resolution).
     let by_name = site.url("/page/2").replace("127.0.0.1", "localhost");
     let mut o = options(&[site.url("/page/1"), by_name], out.path());
-    o.allow_private = false;
+    o.crawl.allow_private = false;
     trawl::crawl(o).await.unwrap();
     assert!(
         site.log().is_empty(),
@@ -133,7 +133,7 @@ async fn max_depth_and_max_pages_bound_the_crawl() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/page/1")], out.path());
-    o.max_depth = 3;
+    o.crawl.max_depth = 3;
     trawl::crawl(o).await.unwrap();
     assert_eq!(site.hits("/page/4").len(), 1);
     assert!(
@@ -149,7 +149,7 @@ async fn max_depth_and_max_pages_bound_the_crawl() {
     .await
     .unwrap();
     let mut o = options(&[site2.url("/page/1")], out2.path());
-    o.max_pages = 7;
+    o.crawl.max_pages = 7;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     // Sitemaps are not pages: the budget counts pages alone, fetched or robots-blocked.
     let page_records = pages(out2.path())

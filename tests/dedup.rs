@@ -20,14 +20,14 @@ async fn copies_point_at_the_first_page_kept() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&seeds(&site), out.path());
-    o.max_depth = 0;
+    o.crawl.max_depth = 0;
     o.concurrency = 1;
     // Spaced fetches: each page is through the gate before the next arrives, so "first"
     // is the seed order.
-    o.delay_ms = 150;
+    o.crawl.delay_ms = 150;
     // One word changed in 400 moves this text's SimHash by 3 bits; the default distance
     // (< 3) is for the corpus evaluation to settle, this test is about the plumbing.
-    o.dedup_distance = 3;
+    o.crawl.dedup_distance = 3;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());
     let original = page(&pages, "/dup/original");
@@ -73,8 +73,8 @@ async fn no_dedup_keeps_everything() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&seeds(&site), out.path());
-    o.max_depth = 0;
-    o.no_dedup = true;
+    o.crawl.max_depth = 0;
+    o.crawl.dedup = false;
     trawl::crawl(o).await.unwrap();
     assert!(
         pages(out.path())
@@ -96,7 +96,7 @@ async fn a_hosts_repeated_lines_are_dropped_once_known() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/blog/1")], out.path());
-    o.boilerplate_min_pages = 3;
+    o.crawl.boilerplate_min_pages = 3;
     trawl::crawl(o).await.unwrap();
     let all = pages(out.path());
     let post = |n: u32| {

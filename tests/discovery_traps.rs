@@ -14,8 +14,8 @@ async fn sitemaps_and_feeds_seed_the_crawl() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[], out.path());
-    o.sitemaps = vec![site.url("/sitemap.xml")];
-    o.feeds = vec![site.url("/feed.rss"), site.url("/feed.atom")];
+    o.targets.sitemaps = vec![site.url("/sitemap.xml")];
+    o.targets.feeds = vec![site.url("/feed.rss"), site.url("/feed.atom")];
     trawl::crawl(o).await.unwrap();
     for n in 1..=5 {
         assert_eq!(site.hits(&format!("/sm/{n}")).len(), 1, "/sm/{n}");
@@ -40,7 +40,7 @@ async fn traps_are_cut_off() {
         &[site.url("/trap/cal/2024?m=1"), site.url("/trap/deep/")],
         out.path(),
     );
-    o.max_query_variants = 5;
+    o.crawl.max_query_variants = 5;
     trawl::crawl(o).await.unwrap();
     let cal = site.hits("/trap/cal/");
     assert_eq!(cal.len(), 5, "the calendar must stop at 5 query variants");
@@ -68,7 +68,7 @@ async fn per_host_budget_stops_a_host() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/page/1")], out.path());
-    o.max_pages_per_host = 4;
+    o.crawl.max_pages_per_host = 4;
     trawl::crawl(o).await.unwrap();
     let pages_fetched = site.hits("/page/").len();
     assert!(pages_fetched <= 4, "{pages_fetched}");

@@ -16,7 +16,7 @@ async fn delay_separates_every_request_to_a_host() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/page/1")], out.path());
-    o.delay_ms = 250;
+    o.crawl.delay_ms = 250;
     o.concurrency = 8;
     trawl::crawl(o).await.unwrap();
     let log = site.log();
@@ -38,8 +38,8 @@ async fn crawl_delay_from_robots_wins_over_a_smaller_delay() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = options(&[site.url("/page/1")], out.path());
-    o.delay_ms = 100;
-    o.max_depth = 1;
+    o.crawl.delay_ms = 100;
+    o.crawl.max_depth = 1;
     trawl::crawl(o).await.unwrap();
     let log = site.log();
     assert!(log.len() >= 4, "{log:?}");
@@ -65,7 +65,7 @@ async fn concurrency_per_host_caps_parallel_requests() {
     let seeds: Vec<String> = (0..5).map(|i| site.url(&format!("/slow?i={i}"))).collect();
     let mut o = options(&seeds, out.path());
     o.concurrency = 8;
-    o.concurrency_per_host = 2;
+    o.crawl.concurrency_per_host = 2;
     trawl::crawl(o).await.unwrap();
     let slow: Vec<LogEntry> = site.hits("/slow");
     assert_eq!(slow.len(), 5);

@@ -18,7 +18,7 @@ async fn chains_loops_limits_scope_and_robots() {
     .map(|p| site.url(p))
     .collect();
     let mut o = options(&seeds, out.path());
-    o.max_depth = 0;
+    o.crawl.max_depth = 0;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());
 
@@ -78,7 +78,7 @@ async fn a_redirect_to_a_crawled_url_is_not_fetched_twice() {
         &[site.url("/page/1"), site.url("/redirect/chain/1")],
         out.path(),
     );
-    o.max_depth = 0;
+    o.crawl.max_depth = 0;
     o.concurrency = 1;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     assert_eq!(site.hits("/page/1").len(), 1, "{:?}", site.log());

@@ -101,7 +101,7 @@ async fn crawls_the_book_whole_and_never_a_disallowed_path() {
         &[site.url("/book/"), site.url("/book/README.html")],
         out.path(),
     );
-    o.scope = ScopeKind::Prefix;
+    o.crawl.scope = ScopeKind::Prefix;
     o.concurrency = 32;
     let (rep, outputs) = trawl::crawl(o).await.unwrap();
 

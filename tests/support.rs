@@ -9,12 +9,12 @@ use trawl::CrawlOptions;
 /// Options for crawling the loopback test site fast: private addresses allowed, no delay.
 pub fn options(seeds: &[String], out: &Path) -> CrawlOptions {
     let mut o = CrawlOptions::with_seeds(seeds.iter().cloned());
-    o.allow_private = true;
-    o.delay_ms = 0;
+    o.crawl.allow_private = true;
+    o.crawl.delay_ms = 0;
     o.concurrency = 8;
     o.out = out.to_path_buf();
     o.progress = "none".into();
-    o.timeout = 10;
+    o.crawl.timeout_s = 10;
     // These tests are about crawling; the index has its own tests (index_search.rs).
     o.index.no_index = true;
     o
@@ -88,4 +88,26 @@ pub fn max_overlap(log: &[trawl_testsite::LogEntry]) -> usize {
         max = max.max(cur);
     }
     max as usize
+}
+
+/// Whether NATS and Redis answer on loopback; with `TRAWL_REQUIRE_SERVICES=1` (the test
+/// command) their absence is a failure, otherwise the caller skips and says why.
+pub fn services_up() -> bool {
+    let nats = std::net::TcpStream::connect("127.0.0.1:4222").is_ok();
+    let redis = std::net::TcpStream::connect("127.0.0.1:6379").is_ok();
+    if nats && redis {
+        return true;
+    }
+    if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        panic!("nats-server and redis-server required (TRAWL_REQUIRE_SERVICES=1)");
+    }
+    eprintln!("SKIPPED: nats-server or redis-server not running on loopback");
+    false
+}
+
+/// A binary of the workspace: they sit beside the test's directory (`target/<profile>/`).
+pub fn bin(name: &str) -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join(name);
+    p.exists().then_some(p)
 }

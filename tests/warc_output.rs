@@ -20,7 +20,7 @@ async fn every_exchange_is_archived_and_warcio_accepts_it() {
         ],
         out.path(),
     );
-    o.warc_max_bytes = 4096;
+    o.crawl.warc_max_bytes = 4096;
     let (_, outputs) = trawl::crawl(o).await.unwrap();
     assert!(
         outputs.warc_files.len() > 1,

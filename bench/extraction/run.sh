@@ -22,7 +22,7 @@ if [ ! -x .xbench/bin/python ]; then
   .xbench/bin/pip install -q -r "$B/requirements.txt"
 fi
 
-cargo build --release --locked -p trawl-extractor --example extract_eval
+cargo build --release --locked -p trawl-extract --example extract_eval
 version=$(git rev-parse --short HEAD 2>/dev/null || echo dev)
 pin() { if command -v taskset >/dev/null; then taskset -c 0 "$@"; else "$@"; fi; }
 

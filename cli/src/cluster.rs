@@ -3,50 +3,28 @@
 //! counts, `trawl dlq` lists and replays dead letters.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters};
+use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters, hop_stats};
 use trawl_cluster::redis_state::RedisState;
-use trawl_cluster::service::{HOPS, ServiceConfig};
-use trawl_cluster::spec::CrawlSpec;
+use trawl_cluster::service;
+use trawl_core::Discovered;
+use trawl_core::counters::{Counter, Counters};
+use trawl_core::pipeline::HOPS;
 use trawl_core::queue::Queue;
+use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings};
+use trawl_core::spec::CrawlSpec;
 use trawl_core::state::State;
-use trawl_core::{Discovered, DiscoveredUrl, MESSAGE_VERSION, UrlKind};
 
-use crate::options::CrawlOptions;
-
-#[derive(Debug, clap::Args)]
-pub struct ClusterArgs {
-    #[arg(long, env = "TRAWL_NATS_URL", default_value = "nats://127.0.0.1:4222")]
-    pub nats_url: String,
-    #[arg(
-        long,
-        env = "TRAWL_REDIS_URL",
-        default_value = "redis://127.0.0.1:6379"
-    )]
-    pub redis_url: String,
-    #[arg(long, env = "TRAWL_QUEUE_PREFIX", default_value = "trawl")]
-    pub queue_prefix: String,
-}
-
-impl ClusterArgs {
-    fn service_config(&self, crawl: &str) -> ServiceConfig {
-        ServiceConfig {
-            nats_url: self.nats_url.clone(),
-            redis_url: self.redis_url.clone(),
-            queue_prefix: self.queue_prefix.clone(),
-            crawl: crawl.to_string(),
-            ..ServiceConfig::default()
-        }
-    }
-}
+use crate::options::Targets;
 
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
     /// The crawl's id, which the services are started with (`TRAWL_CRAWL`).
-    #[arg(long, env = "TRAWL_CRAWL", default_value = "default")]
+    #[arg(long)]
     pub crawl: String,
     /// Block until the crawl has drained, then print its counts.
     #[arg(long)]
@@ -54,20 +32,82 @@ pub struct SubmitArgs {
     /// With --wait: give up (exit 1) after this many seconds (0: wait as long as it takes).
     #[arg(long, default_value_t = 0)]
     pub wait_timeout: u64,
+    /// Replace the spec of a crawl with this id that is still running (its services keep
+    /// the settings they started with until they are restarted).
+    #[arg(long)]
+    pub replace: bool,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub cluster: ClusterSettings,
     #[command(flatten)]
-    pub opts: CrawlOptions,
+    pub targets: Targets,
+    #[command(flatten)]
+    pub settings: CrawlSettings,
+    #[command(flatten)]
+    pub index: IndexSettings,
+    #[command(flatten)]
+    pub refused: NotInCluster,
+}
+
+/// `trawl crawl` flags that mean nothing to a crawl on the cluster: each is a setting of
+/// the services' processes. Given to `trawl submit`, they are refused with what to do.
+#[derive(Debug, Default, clap::Args)]
+pub struct NotInCluster {
+    #[arg(long = "concurrency", id = "refused_concurrency", hide = true)]
+    concurrency: Option<String>,
+    #[arg(long = "out", id = "refused_out", hide = true)]
+    out: Option<String>,
+    #[arg(long = "progress", id = "refused_progress", hide = true)]
+    progress: Option<String>,
+    #[arg(long = "no-index", id = "refused_no_index", hide = true)]
+    no_index: bool,
+    #[arg(long = "index", id = "refused_index", hide = true)]
+    index: Option<String>,
+    #[arg(long = "no-embed", id = "refused_no_embed", hide = true)]
+    no_embed: bool,
+    #[arg(long = "model-dir", id = "refused_model_dir", hide = true)]
+    model_dir: Option<String>,
+}
+
+impl NotInCluster {
+    /// Why the first flag given cannot be submitted, if one was.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let why = if self.concurrency.is_some() {
+            Some((
+                "--concurrency",
+                "each service's workers are set by TRAWL_CONCURRENCY",
+            ))
+        } else if self.out.is_some() {
+            Some(("--out", "each service writes under its own TRAWL_OUT"))
+        } else if self.progress.is_some() {
+            Some(("--progress", "use --wait for progress, or `trawl status`"))
+        } else if self.no_index || self.index.is_some() {
+            Some((
+                "--index/--no-index",
+                "the indexer service builds an index where TRAWL_INDEX_URI says, none without it",
+            ))
+        } else if self.no_embed {
+            Some(("--no-embed", "set TRAWL_EMBED=false on the indexer service"))
+        } else if self.model_dir.is_some() {
+            Some(("--model-dir", "set TRAWL_MODEL_DIR on the indexer service"))
+        } else {
+            None
+        };
+        match why {
+            Some((flag, what)) => bail!("{flag} has no meaning for a crawl on the cluster: {what}"),
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    #[arg(env = "TRAWL_CRAWL", default_value = "default")]
+    /// The crawl's id (default: `TRAWL_CRAWL`, else `default`).
+    #[arg(id = "crawl")]
     pub crawl: String,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub cluster: ClusterSettings,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -85,7 +125,7 @@ pub struct DlqArgs {
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub cluster: ClusterSettings,
 }
 
 #[derive(Debug, Serialize)]
@@ -104,150 +144,104 @@ pub struct Status {
 }
 
 fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
-    let o = &args.opts;
-    let mut spec = CrawlSpec {
-        crawl: args.crawl.clone(),
-        start: Vec::new(),
-        scope: o.scope,
-        max_depth: o.max_depth,
-        max_pages: o.max_pages,
-        max_pages_per_host: o.max_pages_per_host,
-        max_queued: o.max_queued,
-        max_query_variants: o.max_query_variants,
-        max_url_length: o.max_url_length,
-        strip_params: o.strip_params.clone(),
-        per_host: o.concurrency_per_host.max(1),
-        delay_ms: o.delay_ms,
-        user_agent: o.user_agent.clone(),
-        allow_private: o.allow_private,
-        timeout_s: o.timeout,
-        connect_timeout_s: o.connect_timeout,
-        max_body_bytes: o.max_body_bytes,
-        max_decoded_bytes: o.max_decoded_bytes,
-        dedup_distance: (!o.no_dedup).then_some(o.dedup_distance),
-    };
-    let norm = spec.normalizer();
-    let mut add = |raw: &String, kind| -> anyhow::Result<()> {
-        let u = norm
-            .parse(raw, None)
-            .with_context(|| format!("start URL {raw:?} cannot be crawled"))?;
-        spec.start.push((u.to_string(), kind));
-        Ok(())
-    };
-    let mut seeds = o.seeds.clone();
-    if let Some(f) = &o.urls {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("reading URL list {}", f.display()))?;
-        seeds.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(String::from),
+    args.refused.check()?;
+    if args.settings.boilerplate_min_pages > 0 {
+        bail!(
+            "--boilerplate-min-pages has no meaning for a crawl on the cluster: it needs every \
+             page of a host to pass one extractor, and the cluster's extractors each see part"
         );
     }
-    for s in &seeds {
-        add(s, UrlKind::Page)?;
-    }
-    for s in &o.sitemaps {
-        add(s, UrlKind::Sitemap)?;
-    }
-    for s in &o.feeds {
-        add(s, UrlKind::Feed)?;
-    }
-    if spec.start.is_empty() {
-        bail!("nothing to crawl: give at least one SEED URL, --sitemap, --feed or --urls FILE");
-    }
-    Ok(spec)
+    args.settings.validate()?;
+    let start = args.targets.resolve(&args.settings.normalizer())?;
+    Ok(CrawlSpec {
+        crawl: args.crawl.clone(),
+        start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
+        settings: args.settings.clone(),
+        index: args.index.clone(),
+    })
 }
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let spec = spec_from(args)?;
-    let cfg = args.cluster.service_config(&args.crawl);
-    let client = cfg.nats().await.map_err(anyhow::Error::msg)?;
-    trawl_cluster::spec::put(&cfg.redis_url, &spec)
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("storing the crawl spec in Redis")?;
-    let discovered: std::sync::Arc<JetStreamQueue<Discovered>> = cfg
-        .queue(&client, "discovered")
+    let c = &args.cluster;
+    let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
+    let put = |replace| trawl_cluster::spec::put(&c.redis_url, &spec, replace);
+    if !put(args.replace).await.map_err(anyhow::Error::msg)? {
+        // A crawl with this id exists: a finished one starts again with the new spec, a
+        // running one keeps its own unless --replace says so.
+        let s = status(c, &args.crawl).await?;
+        if !s.drained {
+            bail!(
+                "crawl {:?} is running ({} URLs queued, {} messages pending): wait for it, \
+                 submit under another --crawl id, or give --replace",
+                args.crawl,
+                s.queued_urls,
+                s.pending.values().sum::<u64>()
+            );
+        }
+        put(true).await.map_err(anyhow::Error::msg)?;
+    }
+    let discovered: Arc<JetStreamQueue<Discovered>> = service::queue(&client, c, "discovered")
         .await
         .map_err(anyhow::Error::msg)?;
-    discovered
-        .publish(Discovered {
-            v: MESSAGE_VERSION,
-            crawl: spec.crawl.clone(),
-            source: None,
-            urls: spec
-                .start
-                .iter()
-                .map(|(url, kind)| DiscoveredUrl {
-                    url: url.clone(),
-                    depth: 0,
-                    kind: *kind,
-                })
-                .collect(),
-        })
-        .await?;
+    discovered.publish(spec.seeds_message()).await?;
     println!("{}", spec.crawl);
     if args.wait {
-        let mut quiet = 0;
-        let mut last = std::time::Instant::now();
-        let started = std::time::Instant::now();
-        loop {
-            if args.wait_timeout > 0 && started.elapsed() > Duration::from_secs(args.wait_timeout) {
-                bail!("the crawl did not drain in {} s", args.wait_timeout);
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let s = match status(&args.cluster, &args.crawl).await {
-                Ok(s) => s,
-                // NATS or Redis briefly away: keep waiting.
-                Err(e) => {
-                    tracing::warn!("status: {e:#}");
-                    quiet = 0;
-                    continue;
-                }
-            };
-            quiet = if s.drained { quiet + 1 } else { 0 };
-            if quiet >= 4 {
-                println!("{}", serde_json::to_string_pretty(&s)?);
-                return Ok(());
-            }
-            if last.elapsed() >= Duration::from_secs(2) {
-                last = std::time::Instant::now();
-                eprintln!(
-                    "{} pages indexed, {} URLs queued, {} messages pending",
-                    s.pages_indexed,
-                    s.queued_urls,
-                    s.pending.values().sum::<u64>()
-                );
-            }
-        }
+        wait_drained(c, &args.crawl, args.wait_timeout).await?;
     }
     Ok(())
 }
 
-pub async fn status(args: &ClusterArgs, crawl: &str) -> anyhow::Result<Status> {
-    let cfg = args.service_config(crawl);
-    let client = cfg.nats().await.map_err(anyhow::Error::msg)?;
-    let js = async_nats::jetstream::new(client.clone());
-    let mut pending = BTreeMap::new();
-    let mut dead = 0;
-    for (hop, stage) in HOPS {
-        let q = cfg.queue_config(hop, stage);
-        let n = match js.get_stream(&q.stream).await {
-            Ok(mut s) => s.info().await.map(|i| i.state.messages).unwrap_or(0),
-            Err(_) => 0,
+/// Polls the crawl's status until it has been drained four times in a row, then prints it.
+async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyhow::Result<()> {
+    let mut quiet = 0;
+    let mut last = std::time::Instant::now();
+    let started = std::time::Instant::now();
+    loop {
+        if timeout_s > 0 && started.elapsed() > Duration::from_secs(timeout_s) {
+            bail!("the crawl did not drain in {timeout_s} s");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let s = match status(c, crawl).await {
+            Ok(s) => s,
+            // NATS or Redis briefly away: keep waiting.
+            Err(e) => {
+                tracing::warn!("status: {e:#}");
+                quiet = 0;
+                continue;
+            }
         };
-        pending.insert(hop.to_string(), n);
-        if let Ok(mut s) = js.get_stream(&q.dead_letter_stream).await {
-            dead += s.info().await.map(|i| i.state.messages).unwrap_or(0);
+        quiet = if s.drained { quiet + 1 } else { 0 };
+        if quiet >= 4 {
+            println!("{}", serde_json::to_string_pretty(&s)?);
+            return Ok(());
+        }
+        if last.elapsed() >= Duration::from_secs(2) {
+            last = std::time::Instant::now();
+            eprintln!(
+                "{} pages indexed, {} URLs queued, {} messages pending",
+                s.pages_indexed,
+                s.queued_urls,
+                s.pending.values().sum::<u64>()
+            );
         }
     }
-    let state = RedisState::connect(&cfg.redis_url, crawl, 1, 1, 1)
+}
+
+pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> {
+    let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
+    let stats = hop_stats(&client, c).await;
+    let pending: BTreeMap<String, u64> = stats
+        .iter()
+        .map(|h| (h.hop.to_string(), h.pending))
+        .collect();
+    let dead = stats.iter().map(|h| h.dead_letters).sum();
+    let state = RedisState::connect(&c.redis_url, crawl, 1, 1, 1)
         .await
         .context("connecting to Redis")?;
     let counters = state.counters().await?;
-    let c = |k: &str| counters.get(k).copied().unwrap_or(0);
+    let typed = Counters::from_map(&counters);
+    let c = |k: Counter| typed.get(&k);
     let queued_urls = state.queued().await?;
     let host_claims = state.claims().await?;
     Ok(Status {
@@ -256,9 +250,9 @@ pub async fn status(args: &ClusterArgs, crawl: &str) -> anyhow::Result<Status> {
         pending,
         queued_urls,
         host_claims,
-        pages_fetched: c("fetcher.requests"),
-        pages_indexed: c("pages.total"),
-        duplicates: c("pages.duplicate.exact") + c("pages.duplicate.near"),
+        pages_fetched: c(Counter::Requests),
+        pages_indexed: c(Counter::Pages),
+        duplicates: c(Counter::DuplicatesExact) + c(Counter::DuplicatesNear),
         dead_letters: dead,
         counters,
     })
@@ -301,9 +295,10 @@ fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
 
 pub async fn dlq(args: &DlqArgs) -> anyhow::Result<()> {
     let (hop, stage) = hop_of(&args.stage)?;
-    let cfg = args.cluster.service_config("default");
-    let client = cfg.nats().await.map_err(anyhow::Error::msg)?;
-    let q: QueueConfig = cfg.queue_config(hop, stage);
+    let client = service::nats(&args.cluster)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let q = QueueConfig::from_settings(&args.cluster, hop, stage);
     let letters = dead_letters(&client, &q, args.limit).await?;
     match args.action {
         DlqAction::List => {

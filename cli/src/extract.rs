@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 use trawl_core::PageMeta;
-use trawl_extractor::content::{Options, PageType, extract};
+use trawl_extract::content::{Options, PageType, extract};
 use url::Url;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,7 +87,7 @@ fn record(path: &Path, opts: &ExtractOptions, markdown: bool) -> Record {
         }
     };
     // Files carry no Content-Type header: the charset comes from a BOM, a <meta> or a guess.
-    let (html, charset) = trawl_fetcher::body::decode_html(&bytes, None);
+    let (html, charset) = trawl_body::decode_html(&bytes, None);
     let c = extract(
         &html,
         opts.url.as_ref(),

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use trawl_core::PageRecord;
-use trawl_index::{ChunkerConfig, IndexOptions, IndexStats, Indexer, Mode};
+use trawl_core::settings::IndexSettings;
+use trawl_index::{IndexOptions, IndexStats, Indexer, Mode};
 
 /// Where and whether `trawl crawl` indexes.
 #[derive(Debug, Clone, Args)]
@@ -17,65 +18,42 @@ pub struct CrawlIndexArgs {
     pub no_index: bool,
     /// Where the index goes (default: OUT/index).
     #[arg(long = "index", value_name = "DIR")]
-    pub index_dir: Option<PathBuf>,
+    pub index_uri: Option<String>,
     #[command(flatten)]
     pub settings: IndexArgs,
 }
 
 impl CrawlIndexArgs {
     pub fn options(&self, out: &Path) -> IndexOptions {
-        let dir = self.index_dir.clone().unwrap_or_else(|| out.join("index"));
+        let dir = self
+            .index_uri
+            .clone()
+            .map_or_else(|| out.join("index"), PathBuf::from);
         self.settings.options(&dir)
     }
 }
 
 /// How pages are chunked, embedded and deduplicated (shared by `trawl crawl` and
-/// `trawl index`).
+/// `trawl index`): the index section of the settings, and this process's model.
 #[derive(Debug, Clone, Args)]
 pub struct IndexArgs {
-    /// Build the full-text index only: no embeddings, no model needed.
-    #[arg(long)]
-    pub no_embed: bool,
+    /// Embed chunks (`--no-embed`: build the full-text index only, no model needed).
+    #[arg(long = "no-embed", action = clap::ArgAction::SetFalse)]
+    pub embed: bool,
     /// The embedding model's directory (config.json, tokenizer.json, model.safetensors).
     /// Default: $TRAWL_MODEL_DIR, else the cache `scripts/fetch-model.sh` fills.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
-    /// Word pieces per chunk, heading context included (the model reads 256, 2 of them
-    /// its own markers).
-    #[arg(long, default_value_t = 254, value_parser = clap::value_parser!(u32).range(16..=254))]
-    pub chunk_tokens: u32,
-    /// Word pieces repeated between consecutive chunks of a section.
-    #[arg(long, default_value_t = 32)]
-    pub chunk_overlap: u32,
-    /// Chunks per forward pass of the model.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub embed_batch: u32,
-    /// Rows in the index before a vector index (IVF-PQ) is built; below, search is flat
-    /// (exact).
-    #[arg(long, default_value_t = 50_000)]
-    pub vector_index_min_rows: usize,
-    /// Store a chunk whose text is already indexed from another page (exactly or within
-    /// this SimHash distance) once, as an alias of the first (0..=3).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3))]
-    pub chunk_dedup_distance: u32,
-    /// Store every chunk, repeated passages included.
-    #[arg(long)]
-    pub no_chunk_dedup: bool,
+    #[command(flatten)]
+    pub index: IndexSettings,
 }
 
 impl IndexArgs {
     /// The settings for an index at `dir`.
     pub fn options(&self, dir: &Path) -> IndexOptions {
-        let mut o = IndexOptions::new(dir.to_string_lossy().to_string());
-        o.embed = !self.no_embed;
+        let mut o = IndexOptions::from_settings(dir.to_string_lossy().to_string(), &self.index);
+        o.embed = self.embed;
         o.model_dir = self.model_dir.clone();
-        o.chunker = ChunkerConfig {
-            max_tokens: self.chunk_tokens as usize,
-            overlap_tokens: self.chunk_overlap as usize,
-        };
-        o.batch_size = self.embed_batch as usize;
-        o.vector_index_min_rows = self.vector_index_min_rows;
-        o.dedup_distance = (!self.no_chunk_dedup).then_some(self.chunk_dedup_distance);
         o
     }
 }

@@ -1,6 +1,8 @@
 //! `trawl`: turn websites into a clean, searchable corpus.
 
-use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 // Large tensors are allocated and freed on every forward pass: mimalloc keeps the pages,
 // where glibc's malloc returns them to the kernel and faults them in again.
@@ -15,8 +17,34 @@ use trawl::CrawlOptions;
     about = "Crawl websites into a clean, deduplicated, searchable corpus"
 )]
 struct Cli {
+    /// A settings file (JSON; default: `TRAWL_CONFIG`). Layers: defaults, this file,
+    /// `TRAWL_*` variables, flags.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
+/// flag of a setting defaults to the value those layers give it.
+fn parse() -> Result<Cli, String> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The file is a layer under the flags, so it is read before they are parsed.
+    let file = args
+        .iter()
+        .position(|a| a == "--config")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            args.iter()
+                .filter_map(|a| a.to_str()?.strip_prefix("--config="))
+                .map(std::path::PathBuf::from)
+                .next()
+        });
+    let settings =
+        trawl_core::settings::Settings::load(file.as_deref()).map_err(|e| e.to_string())?;
+    let matches = trawl::options::with_defaults(Cli::command(), &settings).get_matches_from(args);
+    Cli::from_arg_matches(&matches).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -33,7 +61,7 @@ enum Command {
     /// and quality filters and MinHash dedup, with a dataset report.
     Export(trawl::corpus::ExportArgs),
     /// Start a crawl on the cluster (the services run with `TRAWL_CRAWL` set to its id).
-    Submit(trawl::cluster::SubmitArgs),
+    Submit(Box<trawl::cluster::SubmitArgs>),
     /// Per-hop lag and the counts of a crawl on the cluster.
     Status(trawl::cluster::StatusArgs),
     /// Dead letters of a stage: `list` or `replay`.
@@ -44,9 +72,15 @@ enum Command {
     Index(trawl::index::IndexCmdArgs),
 }
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     trawl_index::alloc::keep_freed_pages();
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG").unwrap_or_else(|_| {
@@ -55,145 +89,114 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let opts = match cli.command {
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Crawl(opts) => crawl(opts),
         Command::Extract(opts) => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            return match trawl::extract::run(&opts, &mut out) {
-                Ok(true) => std::process::ExitCode::SUCCESS,
-                // Some files could not be read; the others were written.
-                Ok(false) => std::process::ExitCode::FAILURE,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    std::process::ExitCode::FAILURE
-                }
-            };
+            // `false`: some files could not be read; the others were written.
+            let all_read = trawl::extract::run(&opts, &mut out)?;
+            Ok(if all_read {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Export(args) => {
-            return match trawl::corpus::export(&args) {
-                Ok(()) => std::process::ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    std::process::ExitCode::FAILURE
-                }
-            };
+            trawl::corpus::export(&args)?;
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Ingest(args) => return run_ingest(&args),
-        Command::Submit(args) => return block_on(trawl::cluster::submit(&args)),
-        Command::Status(args) => return block_on(trawl::cluster::print_status(&args)),
-        Command::Dlq(args) => return block_on(trawl::cluster::dlq(&args)),
-        Command::Search(args) => {
-            return block_on(async move {
-                let stdout = std::io::stdout();
-                let mut out = std::io::BufWriter::new(stdout.lock());
-                trawl::index::search(&args, &mut out).await?;
-                std::io::Write::flush(&mut out)?;
-                Ok(())
-            });
-        }
-        Command::Index(args) => {
-            return block_on(async move {
-                let s = trawl::index::index_pages(&args).await?;
-                trawl::index::print_stats(&s, &args.index_dir.to_string_lossy());
-                Ok(())
-            });
-        }
-        Command::Crawl(opts) => opts,
-    };
-    let Some(rt) = runtime() else {
-        return std::process::ExitCode::FAILURE;
-    };
-    let result = rt.block_on(async {
-        let (report, out) = trawl::crawl(opts).await?;
-        if report.interrupted {
-            eprintln!("interrupted: the outputs hold what was done before the stop");
-        }
-        eprintln!(
-            "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
-            report.pages,
-            report.elapsed_s,
-            report.pages_per_s,
-            report.robots_blocked,
-            report.out_of_scope,
-            report.errors.values().sum::<i64>()
-        );
-        if let (Some(ix), Some(dir)) = (&report.index, &out.index) {
-            trawl::index::print_stats(ix, &dir.to_string_lossy());
-        }
-        eprintln!(
-            "outputs: {} , {} , {} WARC file(s) in {}",
-            out.pages.display(),
-            out.report.display(),
-            out.warc_files.len(),
-            out.dir.join("warc").display()
-        );
-        anyhow::Ok(report.interrupted)
-    });
-    match result {
-        // 130: the shell's code for a stop by SIGINT, so scripts can tell.
-        Ok(true) => std::process::ExitCode::from(130),
-        Ok(false) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Command::Ingest(args) => ingest(&args),
+        Command::Submit(args) => block_on(trawl::cluster::submit(&args)),
+        Command::Status(args) => block_on(trawl::cluster::print_status(&args)),
+        Command::Dlq(args) => block_on(trawl::cluster::dlq(&args)),
+        Command::Search(args) => block_on(async move {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            trawl::index::search(&args, &mut out).await?;
+            std::io::Write::flush(&mut out)?;
+            Ok(())
+        }),
+        Command::Index(args) => block_on(async move {
+            let s = trawl::index::index_pages(&args).await?;
+            trawl::index::print_stats(&s, &args.index_dir.to_string_lossy());
+            Ok(())
+        }),
     }
 }
 
-fn run_ingest(args: &trawl::corpus::IngestArgs) -> std::process::ExitCode {
-    let Some(rt) = runtime() else {
-        return std::process::ExitCode::FAILURE;
-    };
-    match rt.block_on(trawl::corpus::ingest(args)) {
-        Ok(r) => {
-            eprintln!(
-                "ingested {} files: {} records, {} documents ({} exact and {} near copies), {} skipped, {} malformed, in {:.1}s ({:.0} documents/s)",
-                r.files,
-                r.records.values().sum::<u64>(),
-                r.documents,
-                r.duplicates_exact,
-                r.duplicates_near,
-                r.skipped.values().sum::<u64>(),
-                r.malformed,
-                r.elapsed_s,
-                r.documents_per_s
-            );
-            eprintln!(
-                "outputs: {} , {}",
-                args.out.join("pages.jsonl").display(),
-                args.out.join("report.json").display()
-            );
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+fn crawl(opts: CrawlOptions) -> anyhow::Result<ExitCode> {
+    let (report, out) = runtime()?.block_on(trawl::crawl(opts))?;
+    if report.interrupted {
+        eprintln!("interrupted: the outputs hold what was done before the stop");
     }
+    eprintln!(
+        "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
+        report.pages,
+        report.elapsed_s,
+        report.pages_per_s,
+        report.robots_blocked,
+        report.out_of_scope,
+        report.errors.values().sum::<i64>()
+    );
+    if let (Some(ix), Some(dir)) = (&report.index, &out.index) {
+        trawl::index::print_stats(ix, &dir.to_string_lossy());
+    }
+    eprintln!(
+        "outputs: {} , {} , {} WARC file(s) in {}",
+        out.pages.display(),
+        out.report.display(),
+        out.warc_files.len(),
+        out.dir.join("warc").display()
+    );
+    // 130: the shell's code for a stop by SIGINT, so scripts can tell.
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
-fn block_on(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
-    let Some(rt) = runtime() else {
-        return std::process::ExitCode::FAILURE;
-    };
-    match rt.block_on(f) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+fn ingest(args: &trawl::corpus::IngestArgs) -> anyhow::Result<ExitCode> {
+    let r = runtime()?.block_on(trawl::corpus::ingest(args))?;
+    eprintln!(
+        "ingested {} files: {} records, {} documents ({} exact and {} near copies), {} skipped, {} malformed, in {:.1}s ({:.0} documents/s)",
+        r.files,
+        r.records.values().sum::<u64>(),
+        r.documents,
+        r.duplicates_exact,
+        r.duplicates_near,
+        r.skipped.values().sum::<u64>(),
+        r.malformed,
+        r.elapsed_s,
+        r.documents_per_s
+    );
+    eprintln!(
+        "outputs: {} , {}",
+        args.out.join("pages.jsonl").display(),
+        args.out.join("report.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
-fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread()
+fn block_on(f: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(f)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            None
-        }
-    }
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
 }

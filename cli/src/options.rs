@@ -1,12 +1,19 @@
-//! `trawl crawl` options, shared by the command line and the embedded runtime's callers.
+//! The flags of `trawl crawl` (and, in part, `trawl submit`): the start URLs, and the
+//! sections of [`trawl_core::settings::Settings`] as flags. The flags' defaults are not
+//! written here: [`with_defaults`] fills them in from the loaded settings layers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::Args;
-use trawl_core::scope::ScopeKind;
+use anyhow::Context;
+use clap::{Args, FromArgMatches};
+use trawl_core::UrlKind;
+use trawl_core::settings::{CrawlSettings, Settings};
+use trawl_core::urlnorm::Normalizer;
+use url::Url;
 
-#[derive(Debug, Clone, Args)]
-pub struct CrawlOptions {
+/// What to crawl.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Targets {
     /// Start URLs.
     #[arg(value_name = "SEED")]
     pub seeds: Vec<String>,
@@ -19,85 +26,67 @@ pub struct CrawlOptions {
     /// A file with more seed URLs, one per line (`#` starts a comment).
     #[arg(long, value_name = "FILE")]
     pub urls: Option<PathBuf>,
-    /// Stop after admitting this many URLs (0: no limit).
-    #[arg(long, default_value_t = 0)]
-    pub max_pages: u64,
-    /// Follow links at most this deep (seeds are depth 0). High by default: documentation
-    /// sites often chain hundreds of pages through "next" links alone; spider traps have
-    /// their own defences.
-    #[arg(long, default_value_t = 1000)]
-    pub max_depth: u32,
-    /// Which URLs belong to the crawl: host, domain, prefix (the seed's path up to its last
-    /// `/`) or any.
-    #[arg(long, default_value = "host")]
-    pub scope: ScopeKind,
-    /// Minimum milliseconds between the end of one request to a host and the next (a site's
-    /// larger Crawl-delay wins).
-    #[arg(long = "delay", value_name = "MS", default_value_t = 500)]
-    pub delay_ms: u64,
+}
+
+impl Targets {
+    /// The seeds given directly and in `--urls`, as written.
+    pub fn seed_list(&self) -> anyhow::Result<Vec<String>> {
+        let mut seeds = self.seeds.clone();
+        if let Some(f) = &self.urls {
+            seeds.extend(read_url_file(f)?);
+        }
+        Ok(seeds)
+    }
+
+    /// Every start URL, normalized, with what it is. Fails on an URL that cannot be
+    /// crawled and when there is nothing to crawl.
+    pub fn resolve(&self, norm: &Normalizer) -> anyhow::Result<Vec<(Url, UrlKind)>> {
+        let parse = |raw: &String| {
+            norm.parse(raw, None)
+                .with_context(|| format!("start URL {raw:?} cannot be crawled"))
+        };
+        let mut start = Vec::new();
+        for s in &self.seed_list()? {
+            start.push((parse(s)?, UrlKind::Page));
+        }
+        for s in &self.sitemaps {
+            start.push((parse(s)?, UrlKind::Sitemap));
+        }
+        for s in &self.feeds {
+            start.push((parse(s)?, UrlKind::Feed));
+        }
+        if start.is_empty() {
+            anyhow::bail!(
+                "nothing to crawl: give at least one SEED URL, --sitemap, --feed or --urls FILE"
+            );
+        }
+        Ok(start)
+    }
+}
+
+fn read_url_file(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading URL list {}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect())
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CrawlOptions {
+    #[command(flatten)]
+    pub targets: Targets,
+    #[command(flatten)]
+    pub crawl: CrawlSettings,
     /// Requests in flight in total.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long)]
     pub concurrency: usize,
-    /// Requests in flight to one host.
-    #[arg(long, default_value_t = 1)]
-    pub concurrency_per_host: u32,
-    /// The User-Agent header; its first product token is matched against robots.txt.
-    #[arg(long)]
-    pub user_agent: Option<String>,
-    /// Allow requests to private, loopback and link-local addresses.
-    #[arg(long)]
-    pub allow_private: bool,
     /// Output directory.
-    #[arg(long, default_value = "./trawl-out")]
+    #[arg(long)]
     pub out: PathBuf,
-    /// Most pages admitted per host (0: no limit); a spider-trap defence.
-    #[arg(long, default_value_t = 0)]
-    pub max_pages_per_host: u64,
-    /// Most URLs waiting in the frontier; past it the lowest-priority ones are evicted.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub max_queued: usize,
-    /// Distinct query strings per path pattern before the rest are treated as a trap.
-    #[arg(long, default_value_t = 1000)]
-    pub max_query_variants: u64,
-    /// URLs longer than this are treated as traps.
-    #[arg(long, default_value_t = 2048)]
-    pub max_url_length: usize,
-    /// Seconds a whole request may take.
-    #[arg(long, default_value_t = 30)]
-    pub timeout: u64,
-    /// Seconds to wait for a connection.
-    #[arg(long, default_value_t = 10)]
-    pub connect_timeout: u64,
-    /// Bytes read per response; the rest is cut off and the page marked.
-    #[arg(long, default_value_t = 10 * 1024 * 1024)]
-    pub max_body_bytes: usize,
-    /// Bytes a compressed body may inflate to.
-    #[arg(long, default_value_t = 50 * 1024 * 1024)]
-    pub max_decoded_bytes: usize,
-    /// Start a new WARC file past this many bytes.
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
-    pub warc_max_bytes: u64,
-    /// Do not write WARC files.
-    #[arg(long)]
-    pub no_warc: bool,
-    /// Extra query parameters to strip (a trailing `*` matches a prefix), besides the
-    /// built-in tracking parameters.
-    #[arg(long = "strip-param", value_name = "NAME")]
-    pub strip_params: Vec<String>,
-    /// Pages whose text SimHash is within this Hamming distance of a page already kept are
-    /// near-duplicates (recorded with `duplicate_of`, not indexed again). At most 3: the band
-    /// index finds every match up to 3.
-    #[arg(long, default_value_t = trawl_dedup::gate::DEFAULT_MAX_DISTANCE, value_parser = clap::value_parser!(u32).range(0..=3))]
-    pub dedup_distance: u32,
-    /// Keep every page, duplicates included.
-    #[arg(long)]
-    pub no_dedup: bool,
-    /// A line (paragraph) seen on this many earlier pages of a host is that host's
-    /// boilerplate and is dropped from later pages before fingerprinting (0, the default:
-    /// keep all). Off by default: pages fingerprinted before a line is known keep it, so a
-    /// page and its later copy can end up with different texts.
-    #[arg(long, default_value_t = 0)]
-    pub boilerplate_min_pages: u32,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,
@@ -106,16 +95,43 @@ pub struct CrawlOptions {
 }
 
 impl CrawlOptions {
-    /// Options for a crawl of `seeds` with every default, as the command line would give.
+    /// Options for a crawl of `seeds` with every default setting (no file, no
+    /// environment), as the command line would give them.
     pub fn with_seeds<S: Into<String>>(seeds: impl IntoIterator<Item = S>) -> Self {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            o: CrawlOptions,
-        }
-        let mut o = Wrap::parse_from(["trawl"]).o;
-        o.seeds = seeds.into_iter().map(Into::into).collect();
+        let cmd = with_defaults(
+            CrawlOptions::augment_args(clap::Command::new("trawl")),
+            &Settings::default(),
+        );
+        let m = cmd.get_matches_from(["trawl"]);
+        // Every flag has a default from the settings: parsing no arguments cannot fail.
+        let mut o = CrawlOptions::from_arg_matches(&m).expect("defaults parse");
+        o.targets.seeds = seeds.into_iter().map(Into::into).collect();
         o
     }
+}
+
+/// `cmd` (and its subcommands) with each flag whose id is a settings field defaulting to
+/// that field's value in `settings`: the defaults `--help` shows are the ones in force.
+pub fn with_defaults(mut cmd: clap::Command, settings: &Settings) -> clap::Command {
+    let flat = settings.flat();
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    for id in ids {
+        if let Some(values) = flat.get(&id).filter(|v| !v.is_empty()) {
+            let values = values.clone();
+            // The derive marks every flag without a default in its attributes required.
+            cmd = cmd.mut_arg(id, move |a| a.default_values(values).required(false));
+        }
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in subs {
+        let settings = settings.clone();
+        cmd = cmd.mut_subcommand(name, move |s| with_defaults(s, &settings));
+    }
+    cmd
 }

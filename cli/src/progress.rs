@@ -1,12 +1,11 @@
 //! Progress on long crawls: a live bar on a terminal, periodic log lines otherwise.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use trawl_indexer::counters as ix;
+use trawl_core::counters::{Counter, Counters};
 
 enum Mode {
     Bar(ProgressBar),
@@ -38,19 +37,9 @@ impl Progress {
         Self { mode }
     }
 
-    pub fn update(
-        &self,
-        c: &BTreeMap<String, i64>,
-        in_flight: usize,
-        queued: usize,
-        elapsed: Duration,
-    ) {
-        let done = c.get(ix::PAGES).copied().unwrap_or(0);
-        let errors: i64 = c
-            .iter()
-            .filter(|(k, _)| k.starts_with(ix::ERROR_PREFIX))
-            .map(|(_, v)| *v)
-            .sum();
+    pub fn update(&self, c: &Counters, in_flight: usize, queued: usize, elapsed: Duration) {
+        let done = c.get(&Counter::Pages);
+        let errors: i64 = c.errors().values().sum();
         let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
         let msg = format!(
             "{done} pages done · {in_flight} in flight · {queued} queued · {errors} errors · {rate:.0} pages/s"

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use trawl_fetcher::counters as fc;
-use trawl_frontier::counters as fr;
-use trawl_indexer::counters as ix;
+use trawl_core::counters::{Counter, Counters};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RedirectStats {
@@ -71,12 +69,6 @@ pub struct CrawlReport {
     pub index: Option<trawl_index::IndexStats>,
 }
 
-fn prefixed(c: &BTreeMap<String, i64>, prefix: &str) -> BTreeMap<String, i64> {
-    c.iter()
-        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), *v)))
-        .collect()
-}
-
 impl CrawlReport {
     #[allow(clippy::too_many_arguments)]
     pub fn build(
@@ -84,17 +76,17 @@ impl CrawlReport {
         seeds: &[String],
         started_at: chrono::DateTime<chrono::Utc>,
         elapsed: Duration,
-        c: &BTreeMap<String, i64>,
+        c: &Counters,
         left_queued: usize,
         warc_files: &[PathBuf],
         interrupted: bool,
     ) -> Self {
-        let get = |k: &str| c.get(k).copied().unwrap_or(0);
-        let errors = prefixed(c, ix::ERROR_PREFIX);
+        let get = |k: Counter| c.get(&k);
+        let errors = c.errors();
         let err = |k: &str| errors.get(k).copied().unwrap_or(0);
-        let pages = get(ix::PAGES);
+        let pages = get(Counter::Pages);
         let secs = elapsed.as_secs_f64();
-        let out_of_scope = get(fr::OUT_OF_SCOPE) + get(fc::REDIRECT_OUT_OF_SCOPE);
+        let out_of_scope = get(Counter::FrontierOutOfScope) + get(Counter::RedirectOutOfScope);
         Self {
             crawl: crawl.to_string(),
             seeds: seeds.to_vec(),
@@ -106,35 +98,35 @@ impl CrawlReport {
             } else {
                 0.0
             },
-            pages_with_text: get(ix::WITH_TEXT),
+            pages_with_text: get(Counter::PagesWithText),
             duplicates: DuplicateStats {
-                exact: get(ix::DUP_EXACT),
-                near: get(ix::DUP_NEAR),
+                exact: get(Counter::DuplicatesExact),
+                near: get(Counter::DuplicatesNear),
             },
-            status: prefixed(c, ix::STATUS_PREFIX),
-            robots_blocked: get(fc::ROBOTS_BLOCKED),
+            status: c.statuses(),
+            robots_blocked: get(Counter::RobotsBlocked),
             out_of_scope,
             redirects: RedirectStats {
-                pages_redirected: get(ix::REDIRECTED),
-                hops: get(ix::REDIRECT_HOPS),
+                pages_redirected: get(Counter::PagesRedirected),
+                hops: get(Counter::RedirectHops),
                 loops: err("redirect_loop"),
                 too_many: err("too_many_redirects"),
-                out_of_scope: get(fc::REDIRECT_OUT_OF_SCOPE),
-                to_already_seen: get(fc::REDIRECT_TO_SEEN),
+                out_of_scope: get(Counter::RedirectOutOfScope),
+                to_already_seen: get(Counter::RedirectToSeen),
             },
-            requests: get(fc::REQUESTS),
-            retries: get(fc::RETRIES),
-            bytes: get(ix::BYTES),
+            requests: get(Counter::Requests),
+            retries: get(Counter::Retries),
+            bytes: get(Counter::WireBytes),
             frontier: FrontierStats {
-                admitted: get(fr::QUEUED),
-                out_of_scope: get(fr::OUT_OF_SCOPE),
-                too_deep: get(fr::TOO_DEEP),
-                invalid_url: get(fr::INVALID),
-                traps: prefixed(c, fr::TRAP_PREFIX),
-                host_budget_exceeded: get(fr::HOST_BUDGET),
-                max_pages_reached: get(fr::MAX_PAGES),
-                evicted: get(fr::EVICTED),
-                rejected_full: get(fr::REJECTED_FULL),
+                admitted: get(Counter::FrontierQueued),
+                out_of_scope: get(Counter::FrontierOutOfScope),
+                too_deep: get(Counter::FrontierTooDeep),
+                invalid_url: get(Counter::FrontierInvalidUrl),
+                traps: c.traps(),
+                host_budget_exceeded: get(Counter::FrontierHostBudget),
+                max_pages_reached: get(Counter::FrontierMaxPages),
+                evicted: get(Counter::FrontierEvicted),
+                rejected_full: get(Counter::FrontierRejectedFull),
                 left_queued,
             },
             errors,

@@ -135,13 +135,14 @@ fn interrupt_stops_cleanly_and_keeps_what_was_done() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
-    // 100 pages 200 ms apart: far longer than the wait below.
+    // 100 pages 400 ms apart: far longer than the wait below, and the next page spends
+    // most of the gap queued (what the report must show as left) rather than in flight.
     let child = trawl()
         .args([
             "crawl",
             "--allow-private",
             "--delay",
-            "200",
+            "400",
             "--progress",
             "none",
             "--no-embed",
@@ -185,7 +186,7 @@ fn interrupt_stops_cleanly_and_keeps_what_was_done() {
 
 fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../services/extractor/tests/fixtures")
+        .join("../crates/extract/tests/fixtures")
         .join(name)
 }
 

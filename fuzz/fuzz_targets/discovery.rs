@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trawl_extractor::discovery::{parse_feed, parse_sitemap};
+use trawl_extract::discovery::{parse_feed, parse_sitemap};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_sitemap(data);

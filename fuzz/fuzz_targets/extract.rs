@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trawl_extractor::content::{Options, extract};
+use trawl_extract::content::{Options, extract};
 
 fuzz_target!(|data: &[u8]| {
     let html = String::from_utf8_lossy(data);

@@ -21,6 +21,7 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trawl_core::queue::{Delivery, Queue};
+use trawl_core::settings::ClusterSettings;
 use trawl_core::{CoreError, CoreResult};
 
 /// One hop's queue: where it lives and how patient it is.
@@ -45,14 +46,25 @@ pub struct QueueConfig {
 
 impl QueueConfig {
     /// The conventional names for a hop (`fetch`, `fetched`, ...) and its consumer stage.
+    /// With the default settings' delivery limits.
     pub fn for_hop(prefix: &str, hop: &str, stage: &str) -> Self {
+        let cluster = ClusterSettings {
+            queue_prefix: prefix.to_string(),
+            ..ClusterSettings::default()
+        };
+        Self::from_settings(&cluster, hop, stage)
+    }
+
+    /// Names from `cluster.queue_prefix`, delivery limits from the settings.
+    pub fn from_settings(cluster: &ClusterSettings, hop: &str, stage: &str) -> Self {
+        let prefix = &cluster.queue_prefix;
         let up = |s: &str| s.to_ascii_uppercase().replace(['.', '-'], "_");
         QueueConfig {
             stream: format!("{}_{}", up(prefix), up(hop)),
             subject: format!("{prefix}.{hop}"),
             consumer: stage.to_string(),
-            max_deliver: 5,
-            ack_wait: Duration::from_secs(60),
+            max_deliver: cluster.max_deliver,
+            ack_wait: Duration::from_secs(cluster.ack_wait_s.max(1)),
             max_messages: 1_000_000,
             dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(hop)),
             dead_letter_subject: format!("{prefix}.dlq.{hop}"),
@@ -415,4 +427,33 @@ pub async fn dead_letters(
         });
     }
     Ok(out)
+}
+
+/// Messages waiting (or unacknowledged) and dead letters of one hop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HopStats {
+    pub hop: &'static str,
+    pub pending: u64,
+    pub dead_letters: u64,
+}
+
+/// Every hop's stats, in pipeline order; a stream not created yet counts as empty.
+pub async fn hop_stats(client: &async_nats::Client, cluster: &ClusterSettings) -> Vec<HopStats> {
+    let js = jetstream::new(client.clone());
+    let mut out = Vec::new();
+    for (hop, stage) in trawl_core::pipeline::HOPS {
+        let q = QueueConfig::from_settings(cluster, hop, stage);
+        let count = async |name: &str| match js.get_stream(name).await {
+            Ok(mut s) => s.info().await.map(|i| i.state.messages).unwrap_or(0),
+            Err(_) => 0,
+        };
+        let pending = count(&q.stream).await;
+        let dead_letters = count(&q.dead_letter_stream).await;
+        out.push(HopStats {
+            hop,
+            pending,
+            dead_letters,
+        });
+    }
+    out
 }

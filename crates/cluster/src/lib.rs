@@ -1,8 +1,10 @@
 //! The cluster runtime's parts: the queue interface over NATS JetStream, the state
-//! interface in Redis, the crawl spec the services share, and what every service binary
-//! needs (configuration, endpoints, signals).
+//! interface and the dedup gate in Redis, the crawl spec the services share, and what every
+//! service binary needs (configuration, endpoints, signals).
 
 pub mod jetstream;
+pub mod redis_conn;
+pub mod redis_gate;
 pub mod redis_state;
 pub mod service;
 pub mod spec;

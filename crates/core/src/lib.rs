@@ -6,10 +6,19 @@
 //! the cluster runtime (NATS JetStream / Redis) run the same stage code.
 
 pub mod clock;
+pub mod counters;
 pub mod message;
 pub mod mutate;
+#[cfg(feature = "runtime")]
+pub mod pipeline;
+#[cfg(feature = "runtime")]
 pub mod queue;
 pub mod scope;
+pub mod settings;
+#[cfg(feature = "runtime")]
+pub mod shutdown;
+pub mod spec;
+#[cfg(feature = "runtime")]
 pub mod state;
 pub mod urlnorm;
 

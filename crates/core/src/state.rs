@@ -65,6 +65,10 @@ pub trait State: Send + Sync {
     async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()>;
     /// Adds `by` to a counter and returns its new value.
     async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64>;
+    /// [`State::incr`] of a typed counter.
+    async fn count(&self, counter: &crate::counters::Counter, by: i64) -> CoreResult<i64> {
+        self.incr(&counter.key(), by).await
+    }
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>>;
     /// Waits until the host schedule may have changed (a job queued, a host released), or
     /// `max` passed. Implementations without change notification simply sleep.
@@ -141,8 +145,9 @@ impl MemoryState {
     }
 }
 
-/// A 128-bit digest of a seen-set key: 16 bytes per URL instead of the whole string.
-fn seen_digest(key: &str) -> u128 {
+/// The digest of a seen-set key, for every state backend: 16 bytes per URL instead of the
+/// whole string in memory; Redis keeps the top 64 bits (see `trawl_cluster::redis_state`).
+pub fn seen_digest(key: &str) -> u128 {
     // FNV-1a 128: stable across processes and releases, unlike std's hasher.
     let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
     for b in key.bytes() {

@@ -1,5 +1,5 @@
 //! `trawl ingest`: web archives through the crawl's pipeline. Records are read on one
-//! thread, turned into pages (HTML through the extractor, WET text as it is) on worker
+//! thread, turned into pages (HTML through trawl-extract, WET text as it is) on worker
 //! threads, and passed through the same dedup gate as a crawl before `pages.jsonl`.
 //! Malformed records are reported and skipped; the good ones around them are kept.
 
@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
-use trawl_core::{ArchiveSource, FetchJob, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, HostLines, MemoryGate, Verdict, fingerprint};
+use trawl_core::{ArchiveSource, PageRecord, UrlKind};
+use trawl_dedup::{BoilerplateConfig, GateVerdict, HostLines, MemoryGate, fingerprint};
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -54,15 +54,12 @@ pub struct Progress {
     pub malformed: u64,
 }
 
-fn is_html(ct: &str) -> bool {
-    let ct = ct.to_ascii_lowercase();
-    ct.contains("text/html") || ct.contains("application/xhtml")
-}
-
 fn is_text(ct: &str) -> bool {
     ct.to_ascii_lowercase().starts_with("text/plain")
 }
 
+/// An HTML body as a page, the way the crawl's extractor stage records a fetched page:
+/// charset decoding, then the extraction of the UTF-8 text.
 fn page_from_html(
     url: &str,
     date: &str,
@@ -70,35 +67,29 @@ fn page_from_html(
     content_type: Option<&str>,
     status: u16,
 ) -> PageRecord {
-    let (html, charset) = trawl_fetcher::body::decode_html(body, content_type);
-    let host = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(String::from))
-        .unwrap_or_default();
-    let fetched = Fetched {
-        v: MESSAGE_VERSION,
-        crawl: "ingest".into(),
-        job: FetchJob {
-            v: MESSAGE_VERSION,
-            crawl: "ingest".into(),
-            url: url.to_string(),
-            host,
-            depth: 0,
-            kind: UrlKind::Page,
-            priority: 0,
-            retries: 0,
-        },
+    let (html, charset) = trawl_body::decode_html(body, content_type);
+    let mut page = PageRecord {
+        url: url.to_string(),
         final_url: url.to_string(),
         status,
-        redirects: Vec::new(),
+        kind: UrlKind::Page,
         content_type: content_type.map(String::from),
         fetched_at: date.to_string(),
-        body: html.into_bytes(),
         charset: Some(charset.to_string()),
         wire_bytes: body.len() as u64,
-        error: None,
+        ..PageRecord::default()
     };
-    trawl_extractor::process(&fetched).doc.page
+    // A target URI that does not parse has no base for its links: nothing is extracted.
+    if let Ok(base) = url::Url::parse(url) {
+        let d = trawl_extract::extract_html(&html, &base);
+        page.title = d.title;
+        page.text = d.text;
+        page.markdown = d.markdown.filter(|m| !m.is_empty());
+        page.meta = d.meta;
+        // As the crawl counts them: every link and feed found, before normalization.
+        page.links_found = d.links.len() + d.feeds.len();
+    }
+    page
 }
 
 /// One archive record as a page, or why it is not one.
@@ -119,13 +110,15 @@ pub fn page_from_record(file: &str, rec: &Record) -> Result<PageRecord, String> 
                 "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
                 _ => true,
             });
-            let body = trawl_fetcher::body::decode_content(
+            let body = trawl_body::decode_content(
                 &resp.body,
                 encoding,
                 crate::archive::MAX_RECORD_BYTES as usize,
             )
             .map_err(|e| format!("content encoding: {e}"))?;
-            if is_html(&ct) || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<")) {
+            if trawl_body::mentions_html(&ct)
+                || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<"))
+            {
                 page_from_html(&url, &date, &body, Some(&ct), resp.status)
             } else if is_text(&ct) {
                 text_page(&url, &date, &body, &ct)
@@ -135,7 +128,7 @@ pub fn page_from_record(file: &str, rec: &Record) -> Result<PageRecord, String> 
         }
         "resource" => {
             let ct = rec.content_type.clone().unwrap_or_default();
-            if is_html(&ct) {
+            if trawl_body::mentions_html(&ct) {
                 page_from_html(&url, &date, &rec.body, Some(&ct), 200)
             } else if is_text(&ct) {
                 text_page(&url, &date, &rec.body, &ct)
@@ -292,7 +285,7 @@ pub fn ingest(
                                 .as_ref()
                                 .and_then(|s| s.record_id.clone())
                                 .unwrap_or_else(|| page.url.clone());
-                            if let Verdict::Duplicate { of, distance } =
+                            if let GateVerdict::Duplicate { of, distance } =
                                 g.check_and_insert_sync(fp, &id)
                             {
                                 if distance == 0 {
@@ -336,12 +329,31 @@ fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSe
     loop {
         let next = rx.lock().ok().and_then(|r| r.recv().ok());
         let Some((file, rec)) = next else { return };
-        let out = match page_from_record(&file, &rec) {
-            Ok(p) => Out::Page(Box::new(p)),
-            Err(reason) => Out::Skipped(reason),
-        };
-        if tx.send(out).is_err() {
+        if tx.send(one_record(&file, &rec, page_from_record)).is_err() {
             return;
+        }
+    }
+}
+
+/// One record through `to_page`. A record whose extraction panics (a parser bug) is
+/// counted as skipped and the ingest goes on, as the crawl's extractor stage records such a
+/// page instead of stopping.
+fn one_record(
+    file: &str,
+    rec: &Record,
+    to_page: impl FnOnce(&str, &Record) -> Result<PageRecord, String>,
+) -> Out {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| to_page(file, rec))) {
+        Ok(Ok(p)) => Out::Page(Box::new(p)),
+        Ok(Err(reason)) => Out::Skipped(reason),
+        Err(_) => {
+            tracing::error!(
+                file,
+                record = rec.record_id.as_deref().unwrap_or(""),
+                url = rec.target_uri.as_deref().unwrap_or(""),
+                "extraction panicked; record skipped"
+            );
+            Out::Skipped("extraction panicked".into())
         }
     }
 }
@@ -349,4 +361,18 @@ fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSe
 /// Whether `s` names a remote archive rather than a local file.
 pub fn is_url(s: &str) -> bool {
     s.starts_with("http://") || s.starts_with("https://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_extraction_is_a_skipped_record() {
+        let rec = Record::default();
+        let out = one_record("f.warc", &rec, |_, _| panic!("parser bug"));
+        assert!(matches!(out, Out::Skipped(r) if r == "extraction panicked"));
+        let out = one_record("f.warc", &rec, |_, _| Ok(PageRecord::default()));
+        assert!(matches!(out, Out::Page(_)));
+    }
 }

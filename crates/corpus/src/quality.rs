@@ -575,7 +575,7 @@ pub struct Filters {
 
 /// The verdict on one document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Verdict {
+pub struct QualityVerdict {
     /// `filter:reason` for the first filter that dropped it.
     pub dropped: Option<String>,
     pub signals: Vec<(&'static str, f64)>,
@@ -596,8 +596,8 @@ impl Filters {
 
     /// Runs the filters in the order datatrove's FineWeb pipeline does (Gopher repetition,
     /// Gopher quality, C4, FineWeb); the first drop ends the run.
-    pub fn check(&self, text: &str) -> Verdict {
-        let mut v = Verdict::default();
+    pub fn check(&self, text: &str) -> QualityVerdict {
+        let mut v = QualityVerdict::default();
         let sig = &mut v.signals;
         let drop = |name: &str, r: &str| Some(format!("{name}:{r}"));
         if let Some(f) = &self.gopher_repetition

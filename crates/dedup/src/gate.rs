@@ -8,11 +8,8 @@ use async_trait::async_trait;
 
 use crate::simhash::{Banding, Fingerprint, hamming};
 
-/// Fingerprints within this Hamming distance of a kept one are near-duplicates ("< 3").
-pub const DEFAULT_MAX_DISTANCE: u32 = 2;
-
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum GateVerdict {
     /// First of its kind: kept, and now in the index.
     Kept,
     /// A copy of `of` (the id it was kept under); distance 0 for an exact copy.
@@ -21,8 +18,9 @@ pub enum Verdict {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
+    /// The shared store failed (`trawl_cluster::redis_gate`: the Redis error's message).
     #[error("Redis: {0}")]
-    Redis(#[from] redis::RedisError),
+    Redis(String),
     #[error("gate reply: {0}")]
     Reply(String),
 }
@@ -31,13 +29,14 @@ pub enum GateError {
 pub trait Gate: Send + Sync {
     /// Keeps `id` unless an exact copy or a fingerprint within the distance is already kept
     /// under another id. Idempotent per id: a redelivered page matches itself and is `Kept`.
-    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError>;
+    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError>;
 }
 
-/// A match on the page's own id is a redelivery, not a copy.
-pub(crate) fn unless_self(v: Verdict, id: &str) -> Verdict {
+/// A match on the page's own id is a redelivery, not a copy. For every [`Gate`]
+/// implementation, here and in `trawl_cluster::redis_gate`.
+pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
     match v {
-        Verdict::Duplicate { of, .. } if of == id => Verdict::Kept,
+        GateVerdict::Duplicate { of, .. } if of == id => GateVerdict::Kept,
         other => other,
     }
 }
@@ -83,10 +82,10 @@ impl MemoryGate {
     }
 
     /// The same check without the async interface, for threaded callers (`trawl ingest`).
-    pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> Verdict {
+    pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&i) = inner.exact.get(&fp.exact) {
-            return Verdict::Duplicate {
+            return GateVerdict::Duplicate {
                 of: inner.kept[i as usize].1.clone(),
                 distance: 0,
             };
@@ -104,7 +103,7 @@ impl MemoryGate {
             }
         }
         if let Some((distance, i)) = best {
-            return Verdict::Duplicate {
+            return GateVerdict::Duplicate {
                 of: inner.kept[i as usize].1.clone(),
                 distance,
             };
@@ -115,13 +114,13 @@ impl MemoryGate {
         for key in b {
             inner.bands.entry(key).or_default().push(idx);
         }
-        Verdict::Kept
+        GateVerdict::Kept
     }
 }
 
 #[async_trait]
 impl Gate for MemoryGate {
-    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<Verdict, GateError> {
+    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError> {
         Ok(unless_self(self.check_and_insert_sync(fp, id), id))
     }
 }
@@ -140,11 +139,11 @@ mod tests {
         let base = 0xdead_beef_0123_4567u64;
         assert_eq!(
             g.check_and_insert(fp(base, 1), "a").await.unwrap(),
-            Verdict::Kept
+            GateVerdict::Kept
         );
         assert_eq!(
             g.check_and_insert(fp(base, 1), "b").await.unwrap(),
-            Verdict::Duplicate {
+            GateVerdict::Duplicate {
                 of: "a".into(),
                 distance: 0
             }
@@ -153,7 +152,7 @@ mod tests {
         let near = base ^ (1 << 3) ^ (1 << 40);
         assert_eq!(
             g.check_and_insert(fp(near, 2), "c").await.unwrap(),
-            Verdict::Duplicate {
+            GateVerdict::Duplicate {
                 of: "a".into(),
                 distance: 2
             }
@@ -161,7 +160,7 @@ mod tests {
         let far = base ^ 0b111;
         assert_eq!(
             g.check_and_insert(fp(far, 3), "d").await.unwrap(),
-            Verdict::Kept
+            GateVerdict::Kept
         );
         assert_eq!(g.len(), 2);
     }
@@ -171,15 +170,15 @@ mod tests {
         let g = MemoryGate::new(2);
         assert_eq!(
             g.check_and_insert(fp(7, 7), "a").await.unwrap(),
-            Verdict::Kept
+            GateVerdict::Kept
         );
         assert_eq!(
             g.check_and_insert(fp(7, 7), "a").await.unwrap(),
-            Verdict::Kept
+            GateVerdict::Kept
         );
         assert_eq!(
             g.check_and_insert(fp(7 ^ 1, 8), "a").await.unwrap(),
-            Verdict::Kept
+            GateVerdict::Kept
         );
         assert_eq!(g.len(), 1);
     }
@@ -193,7 +192,7 @@ mod tests {
         let near = base ^ (1 << 1) ^ (1 << 17) ^ (1 << 33);
         assert!(matches!(
             g.check_and_insert(fp(near, 2), "b").await.unwrap(),
-            Verdict::Duplicate { distance: 3, .. }
+            GateVerdict::Duplicate { distance: 3, .. }
         ));
     }
 }

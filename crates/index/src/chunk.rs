@@ -25,9 +25,10 @@ pub struct ChunkerConfig {
 
 impl Default for ChunkerConfig {
     fn default() -> Self {
+        let s = trawl_core::settings::IndexSettings::default();
         Self {
-            max_tokens: 254,
-            overlap_tokens: 32,
+            max_tokens: s.chunk_tokens as usize,
+            overlap_tokens: s.chunk_overlap as usize,
         }
     }
 }

@@ -31,7 +31,7 @@ pub struct ChunkGate {
 
 /// What the gate says of a chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ChunkVerdict {
     New,
     /// A copy of the chunk `of`, `distance` bits away (0: the same normalized text).
     Alias {
@@ -63,17 +63,17 @@ impl ChunkGate {
         self.by_id.is_empty()
     }
 
-    pub fn check(&self, fp: &Fingerprint, words: usize) -> Verdict {
+    pub fn check(&self, fp: &Fingerprint, words: usize) -> ChunkVerdict {
         if let Some(&s) = self.exact.get(&fp.exact)
             && let Some(e) = &self.slots[s as usize]
         {
-            return Verdict::Alias {
+            return ChunkVerdict::Alias {
                 of: e.id.clone(),
                 distance: 0,
             };
         }
         if words < MIN_NEAR_WORDS {
-            return Verdict::New;
+            return ChunkVerdict::New;
         }
         let mut best: Option<(u32, &Entry)> = None;
         for key in self.banding.bands(fp.simhash) {
@@ -88,11 +88,11 @@ impl ChunkGate {
             }
         }
         match best {
-            Some((d, e)) => Verdict::Alias {
+            Some((d, e)) => ChunkVerdict::Alias {
                 of: e.id.clone(),
                 distance: d,
             },
-            None => Verdict::New,
+            None => ChunkVerdict::New,
         }
     }
 
@@ -165,13 +165,13 @@ mod tests {
         let mut g = ChunkGate::new(2);
         let a = words(60, "");
         let fa = fingerprint(&a);
-        assert_eq!(g.check(&fa, 60), Verdict::New);
+        assert_eq!(g.check(&fa, 60), ChunkVerdict::New);
         g.insert("a", fa, 60);
         // Same words, other punctuation and case: exact after normalization.
         let a2 = a.to_uppercase().replace(' ', ", ");
         assert_eq!(
             g.check(&fingerprint(&a2), 60),
-            Verdict::Alias {
+            ChunkVerdict::Alias {
                 of: "a".into(),
                 distance: 0
             }
@@ -183,16 +183,19 @@ mod tests {
         if d <= 2 {
             assert_eq!(
                 g.check(&fnear, 60),
-                Verdict::Alias {
+                ChunkVerdict::Alias {
                     of: "a".into(),
                     distance: d
                 }
             );
         }
         // Unrelated text is new.
-        assert_eq!(g.check(&fingerprint(&words(60, "x")), 60), Verdict::New);
+        assert_eq!(
+            g.check(&fingerprint(&words(60, "x")), 60),
+            ChunkVerdict::New
+        );
         g.remove("a");
-        assert_eq!(g.check(&fa, 60), Verdict::New);
+        assert_eq!(g.check(&fa, 60), ChunkVerdict::New);
         assert!(g.is_empty());
     }
 
@@ -208,10 +211,10 @@ mod tests {
             simhash: 0xfffe,
             exact: 2,
         };
-        assert_eq!(g.check(&near, 5), Verdict::New);
+        assert_eq!(g.check(&near, 5), ChunkVerdict::New);
         assert_eq!(
             g.check(&near, 100),
-            Verdict::New,
+            ChunkVerdict::New,
             "a short stored chunk is not banded"
         );
         assert_eq!(
@@ -222,7 +225,7 @@ mod tests {
                 },
                 5
             ),
-            Verdict::Alias {
+            ChunkVerdict::Alias {
                 of: "s".into(),
                 distance: 0
             }

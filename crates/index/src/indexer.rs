@@ -13,7 +13,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::chunk::{Chunker, ChunkerConfig, Draft};
 use crate::embed::Embedder;
-use crate::gate::{ChunkGate, Verdict};
+use crate::gate::{ChunkGate, ChunkVerdict};
 use crate::store::{AliasRow, ChunkRow, Store};
 use crate::{IndexError, model};
 
@@ -37,15 +37,24 @@ pub struct IndexOptions {
 }
 
 impl IndexOptions {
+    /// An index at `uri` with the default settings.
     pub fn new(uri: impl Into<String>) -> Self {
+        Self::from_settings(uri, &trawl_core::settings::IndexSettings::default())
+    }
+
+    /// An index at `uri` cut and deduplicated as `s` says, embedding with the default model.
+    pub fn from_settings(uri: impl Into<String>, s: &trawl_core::settings::IndexSettings) -> Self {
         Self {
             uri: uri.into(),
             embed: true,
             model_dir: None,
-            chunker: ChunkerConfig::default(),
-            batch_size: 32,
-            dedup_distance: Some(2),
-            vector_index_min_rows: 50_000,
+            chunker: ChunkerConfig {
+                max_tokens: s.chunk_tokens as usize,
+                overlap_tokens: s.chunk_overlap as usize,
+            },
+            batch_size: s.embed_batch as usize,
+            dedup_distance: s.chunk_dedup.then_some(s.chunk_dedup_distance),
+            vector_index_min_rows: s.vector_index_min_rows,
             flush_chunks: 512,
         }
     }
@@ -208,7 +217,7 @@ impl Indexer {
             let words = trawl_dedup::simhash::words(&d.text).len();
             let verdict = match &self.gate {
                 Some(g) => g.check(&fp, words),
-                None => Verdict::New,
+                None => ChunkVerdict::New,
             };
             let Draft {
                 heading_path,
@@ -217,7 +226,7 @@ impl Indexer {
                 tokens,
             } = d;
             match verdict {
-                Verdict::Alias { of, distance } => {
+                ChunkVerdict::Alias { of, distance } => {
                     if distance == 0 {
                         self.stats.aliases_exact += 1;
                     } else {
@@ -237,7 +246,7 @@ impl Indexer {
                         page_fingerprint,
                     });
                 }
-                Verdict::New => {
+                ChunkVerdict::New => {
                     if let Some(g) = self.gate.as_mut() {
                         g.insert(&id, fp, words);
                     }
@@ -334,15 +343,15 @@ impl Indexer {
             let words = trawl_dedup::simhash::words(&a.text).len();
             let verdict = match &self.gate {
                 Some(g) => g.check(&fp, words),
-                None => Verdict::New,
+                None => ChunkVerdict::New,
             };
             match verdict {
-                Verdict::Alias { of, distance } => self.pending_aliases.push(AliasRow {
+                ChunkVerdict::Alias { of, distance } => self.pending_aliases.push(AliasRow {
                     alias_of: of,
                     distance,
                     ..a
                 }),
-                Verdict::New => {
+                ChunkVerdict::New => {
                     if let Some(g) = self.gate.as_mut() {
                         g.insert(&a.id, fp, words);
                     }

@@ -184,8 +184,14 @@ async fn chain_page(State(s): State<Shared>, Path(n): Path<u32>) -> Response {
     )
 }
 
-async fn private() -> Response {
-    page("Private", "<p>robots.txt disallows this page.</p>", &[])
+/// Each private page says which it is: two pages with one text would be exact copies, and
+/// which of them a crawl keeps would depend on the order they arrive in.
+async fn private(Path(rest): Path<String>) -> Response {
+    page(
+        "Private",
+        &format!("<p>robots.txt disallows this page, /private/{rest}.</p>"),
+        &[],
+    )
 }
 
 async fn redirect_chain(Path(n): Path<u32>) -> Response {

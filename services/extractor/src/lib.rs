@@ -1,16 +1,14 @@
 //! The extractor stage: turns a fetched response into a corpus record and the URLs it links
-//! to. HTML goes through [`html::extract_html`]; sitemaps and feeds through [`discovery`].
+//! to. HTML goes through [`trawl_extract::extract_html`]; sitemaps and feeds through
+//! [`trawl_extract::parse_sitemap`] and [`trawl_extract::parse_feed`].
 
-pub mod content;
-pub mod discovery;
-pub mod html;
 mod worker;
 
 use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
+use trawl_extract::extract_html;
 use url::Url;
 
-pub use html::{Extracted, extract_html};
-pub use worker::{DedupStage, run_worker};
+pub use worker::{DedupStage, ExtractorConfig, run_worker, serve, spawn};
 
 /// What one fetched response becomes.
 #[derive(Debug, Clone)]
@@ -19,7 +17,8 @@ pub struct Processed {
     pub discovered: Option<Discovered>,
 }
 
-fn found(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item = DiscoveredUrl> {
+/// URLs found on a page (or listing), as discovered URLs `depth` deep.
+fn links_at(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item = DiscoveredUrl> {
     urls.into_iter()
         .map(move |url| DiscoveredUrl { url, depth, kind })
 }
@@ -53,15 +52,15 @@ pub fn process(f: &Fetched) -> Processed {
                     page.text = e.text;
                     page.markdown = e.markdown.filter(|m| !m.is_empty());
                     page.meta = e.meta;
-                    urls.extend(found(e.links, f.job.depth + 1, UrlKind::Page));
-                    urls.extend(found(e.feeds, f.job.depth + 1, UrlKind::Feed));
+                    urls.extend(links_at(e.links, f.job.depth + 1, UrlKind::Page));
+                    urls.extend(links_at(e.feeds, f.job.depth + 1, UrlKind::Feed));
                 }
             }
             UrlKind::Sitemap | UrlKind::Feed => {
                 let listing = if f.job.kind == UrlKind::Sitemap {
-                    discovery::parse_sitemap(&f.body)
+                    trawl_extract::parse_sitemap(&f.body)
                 } else {
-                    discovery::parse_feed(&f.body)
+                    trawl_extract::parse_feed(&f.body)
                 };
                 if let Some(err) = listing.error {
                     page.error = Some(trawl_core::FetchFailure {
@@ -74,9 +73,9 @@ pub fn process(f: &Fetched) -> Processed {
                         message: err,
                     });
                 }
-                urls.extend(found(listing.pages, f.job.depth + 1, UrlKind::Page));
+                urls.extend(links_at(listing.pages, f.job.depth + 1, UrlKind::Page));
                 // Nested sitemaps are the same level of discovery as their index.
-                urls.extend(found(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
+                urls.extend(links_at(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
             }
         }
     }

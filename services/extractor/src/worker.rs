@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched};
-use trawl_dedup::{Gate, HostLines, Verdict, fingerprint};
+use trawl_dedup::{Fingerprint, Gate, GateVerdict, HostLines, fingerprint};
 
-use crate::process;
+use crate::{Processed, process};
 
 /// What the extractor does about repetition: the near-duplicate gate, and the per-host
 /// boilerplate lines dropped before fingerprinting. Either can be off.
@@ -34,6 +34,50 @@ fn poisoned(f: &Fetched) -> bool {
         .is_some_and(|m| f.body.windows(m.len()).any(|w| w == m.as_slice()))
 }
 
+/// What the stage needs besides the hops: the dedup parts, and how often a page whose
+/// extraction panics is tried before its record is written with `extract_failed`.
+#[derive(Clone, Default)]
+pub struct ExtractorConfig {
+    pub dedup: DedupStage,
+    pub give_up_after: Option<u32>,
+}
+
+/// `n` extraction workers over the hops.
+pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops, stop: &Shutdown) {
+    workers.spawn_n(n, || {
+        run_worker(
+            hops.fetched.clone(),
+            hops.docs.clone(),
+            hops.discovered.clone(),
+            cfg.dedup.clone(),
+            cfg.give_up_after,
+            stop.clone(),
+        )
+    });
+}
+
+/// The extractor as one stage of a cluster crawl: `concurrency` workers, the crawl's shared
+/// gate, retried until the queue's delivery limit dead-letters a page that keeps failing.
+pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResult {
+    let cfg = ExtractorConfig {
+        dedup: DedupStage {
+            gate,
+            boilerplate: None,
+        },
+        give_up_after: None,
+    };
+    ctx.set_ready();
+    let mut workers = Workers::new();
+    spawn(
+        &mut workers,
+        ctx.process.concurrency,
+        &cfg,
+        &ctx.hops,
+        &ctx.shutdown,
+    );
+    Ok(workers.join().await?)
+}
+
 /// Pulls fetched pages, extracts them, passes them through the dedup gate and publishes
 /// the records and the links found.
 ///
@@ -49,42 +93,20 @@ pub async fn run_worker(
     discovered: Arc<dyn Queue<Discovered>>,
     dedup: DedupStage,
     give_up_after: Option<u32>,
-    mut stop: watch::Receiver<bool>,
+    stop: impl Into<Shutdown>,
 ) -> Result<(), CoreError> {
-    let gate = dedup.gate;
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
-        let batch = tokio::select! {
-            b = fetched.pull(8, Duration::from_millis(200)) => b?,
-            _ = stop.changed() => continue,
-        };
-        for d in batch {
+    let mut stop = stop.into();
+    while let Some(batch) = stop
+        .run_until(fetched.pull(8, Duration::from_millis(200)))
+        .await
+    {
+        for d in batch? {
             let msg = d.msg;
             let boiler = dedup.boilerplate.clone();
             let kept = msg.clone();
-            let task = tokio::task::spawn_blocking(move || {
-                if poisoned(&msg) {
-                    panic!("poisoned page (TRAWL_FAULT_POISON)");
-                }
-                let mut p = process(&msg);
-                if let Some(b) = &boiler
-                    && !p.doc.page.text.is_empty()
-                {
-                    let (text, dropped) = b.strip(&msg.job.host, &p.doc.page.text);
-                    p.doc.page.text = text;
-                    p.doc.page.boilerplate_lines = dropped as u32;
-                }
-                if !p.doc.page.text.is_empty() {
-                    let fp = fingerprint(&p.doc.page.text);
-                    p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
-                    return (p, Some(fp));
-                }
-                (p, None)
-            })
-            .await;
-            let mut processed = match task {
+            let task =
+                tokio::task::spawn_blocking(move || extract_one(&msg, boiler.as_deref())).await;
+            let (mut processed, fp) = match task {
                 Ok(p) => p,
                 Err(e) => {
                     let why = if e.is_panic() {
@@ -94,15 +116,7 @@ pub async fn run_worker(
                     };
                     tracing::error!(url = %kept.job.url, attempt = d.attempt, "extraction {why}");
                     if give_up_after.is_some_and(|n| d.attempt >= n) {
-                        let mut blank = kept;
-                        blank.body = Default::default();
-                        let mut p = process(&blank);
-                        p.doc.page.error = Some(FetchFailure {
-                            kind: "extract_failed".into(),
-                            message: format!("extraction {why} {} times", d.attempt),
-                        });
-                        p.discovered = None;
-                        docs.publish(p.doc).await?;
+                        docs.publish(failed_record(kept, why, d.attempt)).await?;
                         fetched.ack(d.id).await?;
                     } else {
                         let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
@@ -111,23 +125,9 @@ pub async fn run_worker(
                     continue;
                 }
             };
-            // The gate after extraction, before indexing: the first copy is kept, later ones
-            // are recorded as aliases of it (`duplicate_of`) and not indexed again.
-            if let (Some(gate), (doc, Some(fp))) = (&gate, &mut processed) {
-                let page = &mut doc.doc.page;
-                match gate
-                    .check_and_insert(*fp, &page.final_url)
-                    .await
-                    .map_err(|e| CoreError::Backend(format!("dedup gate: {e}")))?
-                {
-                    Verdict::Kept => {}
-                    Verdict::Duplicate { of, distance } => {
-                        page.duplicate_of = Some(of);
-                        page.distance = Some(distance);
-                    }
-                }
+            if let (Some(gate), Some(fp)) = (&dedup.gate, fp) {
+                mark_duplicate(&**gate, fp, &mut processed.doc).await?;
             }
-            let processed = processed.0;
             // Links first, then the record, then the ack: a crash repeats, never loses.
             if let Some(disc) = processed.discovered {
                 discovered.publish(disc).await?;
@@ -136,4 +136,55 @@ pub async fn run_worker(
             fetched.ack(d.id).await?;
         }
     }
+    Ok(())
+}
+
+/// Extraction, the host's boilerplate lines out, and the fingerprint of what is left.
+fn extract_one(msg: &Fetched, boiler: Option<&HostLines>) -> (Processed, Option<Fingerprint>) {
+    if poisoned(msg) {
+        panic!("poisoned page (TRAWL_FAULT_POISON)");
+    }
+    let mut p = process(msg);
+    if let Some(b) = boiler
+        && !p.doc.page.text.is_empty()
+    {
+        let (text, dropped) = b.strip(&msg.job.host, &p.doc.page.text);
+        p.doc.page.text = text;
+        p.doc.page.boilerplate_lines = dropped as u32;
+    }
+    if p.doc.page.text.is_empty() {
+        return (p, None);
+    }
+    let fp = fingerprint(&p.doc.page.text);
+    p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
+    (p, Some(fp))
+}
+
+/// The record of a page that could not be extracted: its fetch facts, no text or links.
+fn failed_record(mut page: Fetched, why: &str, attempts: u32) -> Doc {
+    page.body = Default::default();
+    let mut p = process(&page);
+    p.doc.page.error = Some(FetchFailure {
+        kind: "extract_failed".into(),
+        message: format!("extraction {why} {attempts} times"),
+    });
+    p.doc
+}
+
+/// The gate after extraction, before indexing: the first copy is kept, later ones are
+/// recorded as aliases of it (`duplicate_of`) and not indexed again.
+async fn mark_duplicate(gate: &dyn Gate, fp: Fingerprint, doc: &mut Doc) -> Result<(), CoreError> {
+    let page = &mut doc.page;
+    match gate
+        .check_and_insert(fp, &page.final_url)
+        .await
+        .map_err(|e| CoreError::Backend(format!("dedup gate: {e}")))?
+    {
+        GateVerdict::Kept => {}
+        GateVerdict::Duplicate { of, distance } => {
+            page.duplicate_of = Some(of);
+            page.distance = Some(distance);
+        }
+    }
+    Ok(())
 }

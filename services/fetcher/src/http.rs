@@ -7,11 +7,12 @@ use chrono::Utc;
 use reqwest::header::HeaderMap;
 use trawl_core::FetchFailure;
 use trawl_core::clock::now_ms;
+use trawl_core::counters::Counter;
 use trawl_core::urlnorm::host_key;
 use url::Url;
 
 use crate::warcout::Exchange;
-use crate::{Fetcher, JobClock, Response, counters, failure, net};
+use crate::{Fetcher, JobClock, Response, failure, net};
 
 impl Fetcher {
     /// One HTTP request, spaced from the previous request to the same host in this job.
@@ -22,17 +23,23 @@ impl Fetcher {
         crawl_delay: Option<Duration>,
         clock: &mut JobClock,
     ) -> Result<Response, FetchFailure> {
-        if let Some((end, wait)) = clock.last_end.get(host) {
-            let at = end + wait.as_millis() as u64;
+        if let Some(h) = clock.hosts.get(host) {
+            let at = h.next_allowed_ms();
             let now = now_ms();
             if at > now {
                 tokio::time::sleep(Duration::from_millis(at - now)).await;
             }
         }
-        let wait = crawl_delay.unwrap_or_default().max(self.cfg.delay);
+        let gap = crate::politeness_gap(crawl_delay, self.cfg.delay);
         let result = self.request_once(url).await;
-        clock.last_end.insert(host.to_string(), (now_ms(), wait));
-        let _ = self.state.incr(counters::REQUESTS, 1).await;
+        clock.hosts.insert(
+            host.to_string(),
+            crate::HostClock {
+                ended_ms: now_ms(),
+                gap,
+            },
+        );
+        let _ = self.state.count(&Counter::Requests, 1).await;
         result
     }
 
@@ -90,17 +97,6 @@ impl Fetcher {
             payload,
             truncated,
         })
-    }
-}
-
-pub(crate) fn is_html(mime: Option<&str>, body: &[u8]) -> bool {
-    match mime {
-        Some("text/html") | Some("application/xhtml+xml") => true,
-        Some("") | None => {
-            let head = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
-            head.trim_start().starts_with("<!doctype html") || head.contains("<html")
-        }
-        _ => false,
     }
 }
 

@@ -5,11 +5,11 @@
 //! loops broken), caps body and decoded sizes, decodes HTML to UTF-8, records every exchange
 //! in WARC, and reports when the host may be contacted next.
 
-pub mod body;
 mod http;
 pub mod net;
 pub mod robots;
 mod robots_fetch;
+mod service;
 pub mod warcout;
 mod worker;
 
@@ -21,7 +21,9 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::header::{HeaderMap, LOCATION};
 use trawl_core::clock::now_ms;
+use trawl_core::counters::Counter;
 use trawl_core::scope::Scope;
+use trawl_core::settings::CrawlSettings;
 use trawl_core::state::State;
 use trawl_core::urlnorm::{Normalizer, host_key};
 use trawl_core::{
@@ -29,23 +31,14 @@ use trawl_core::{
 };
 use url::Url;
 
-use crate::http::is_html;
 use crate::robots::LocalRobots;
+use crate::robots_fetch::RobotsDecision;
 use crate::warcout::WarcHandle;
 
-pub use worker::run_worker;
+use trawl_body as body;
 
-/// Counter names in shared state.
-pub mod counters {
-    pub const ROBOTS_BLOCKED: &str = "fetcher.robots_blocked";
-    pub const REDIRECT_OUT_OF_SCOPE: &str = "fetcher.redirect_out_of_scope";
-    pub const RETRIES: &str = "fetcher.retries";
-    pub const REQUESTS: &str = "fetcher.requests";
-    /// Milliseconds hosts are held back for politeness after a request (delay or
-    /// Crawl-delay), summed: divided by `fetcher.requests`, the mean wait per request.
-    pub const POLITENESS_WAIT_MS: &str = "fetcher.politeness_wait_ms";
-    pub const REDIRECT_TO_SEEN: &str = "fetcher.redirect_to_seen";
-}
+pub use service::serve;
+pub use worker::{run_worker, spawn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -83,26 +76,35 @@ pub struct FetcherConfig {
 }
 
 impl FetcherConfig {
+    /// The fetcher of a crawl with every default setting.
     pub fn new(crawl: impl Into<String>) -> Self {
+        Self::from_settings(crawl, &CrawlSettings::default())
+    }
+
+    /// The fetcher's part of a crawl's settings; the rest are the fetcher's own constants.
+    pub fn from_settings(crawl: impl Into<String>, s: &CrawlSettings) -> Self {
         Self {
             crawl: crawl.into(),
-            user_agent: format!(
-                "trawl/{} (+https://github.com/trawl-rs/trawl)",
-                env!("CARGO_PKG_VERSION")
-            ),
-            robots_agent: "trawl".into(),
-            connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(30),
-            max_body_bytes: 10 * 1024 * 1024,
-            max_decoded_bytes: 50 * 1024 * 1024,
+            user_agent: s.user_agent(),
+            robots_agent: s.robots_agent(),
+            connect_timeout: Duration::from_secs(s.connect_timeout_s.max(1)),
+            timeout: Duration::from_secs(s.timeout_s.max(1)),
+            max_body_bytes: s.max_body_bytes,
+            max_decoded_bytes: s.max_decoded_bytes,
             max_redirects: 10,
-            allow_private: false,
-            delay: Duration::from_millis(500),
+            allow_private: s.allow_private,
+            delay: Duration::from_millis(s.delay_ms),
             robots_ttl: Duration::from_secs(24 * 3600),
             max_retries: 3,
             default_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(600),
         }
+    }
+
+    /// Caps both body limits at `bytes` (a message size the queue can carry).
+    pub fn cap_bodies(&mut self, bytes: usize) {
+        self.max_body_bytes = self.max_body_bytes.min(bytes);
+        self.max_decoded_bytes = self.max_decoded_bytes.min(bytes);
     }
 }
 
@@ -155,7 +157,26 @@ pub struct Fetcher {
 /// (robots.txt, redirect hops) are spaced like requests of different jobs.
 #[derive(Default)]
 pub(crate) struct JobClock {
-    pub(crate) last_end: HashMap<String, (u64, Duration)>,
+    pub(crate) hosts: HashMap<String, HostClock>,
+}
+
+/// The end of the last request to a host and the gap the next one waits for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostClock {
+    pub(crate) ended_ms: u64,
+    pub(crate) gap: Duration,
+}
+
+impl HostClock {
+    pub(crate) fn next_allowed_ms(&self) -> u64 {
+        self.ended_ms.saturating_add(self.gap.as_millis() as u64)
+    }
+}
+
+/// The politeness rule: the next request to a host waits for the larger of the site's
+/// Crawl-delay and the configured delay after the end of the last one.
+pub fn politeness_gap(crawl_delay: Option<Duration>, delay: Duration) -> Duration {
+    crawl_delay.unwrap_or_default().max(delay)
 }
 
 impl Fetcher {
@@ -210,10 +231,10 @@ impl Fetcher {
         self.active
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let outcome = outcome?;
-        let next_allowed_ms = match (&outcome, clock.last_end.get(&job.host)) {
-            (Outcome::Retry { after, .. }, Some((end, _))) => end + after.as_millis() as u64,
+        let next_allowed_ms = match (&outcome, clock.hosts.get(&job.host)) {
+            (Outcome::Retry { after, .. }, Some(h)) => h.ended_ms + after.as_millis() as u64,
             (Outcome::Retry { after, .. }, None) => now_ms() + after.as_millis() as u64,
-            (_, Some((end, wait))) => end + wait.as_millis() as u64,
+            (_, Some(h)) => h.next_allowed_ms(),
             (_, None) => now_ms(),
         };
         Ok(FetchOutput {
@@ -234,7 +255,7 @@ impl Fetcher {
         let mut url = match Url::parse(&job.url) {
             Ok(u) => u,
             Err(e) => {
-                return stopped(
+                return failed_outcome(
                     job,
                     &job.url,
                     hops,
@@ -247,60 +268,56 @@ impl Fetcher {
             let host = host_key(&url);
             if !hops.is_empty() {
                 if !self.scope.contains(&url) {
-                    self.state.incr(counters::REDIRECT_OUT_OF_SCOPE, 1).await?;
+                    self.state.count(&Counter::RedirectOutOfScope, 1).await?;
                     let f = failure(
                         "redirect_out_of_scope",
                         format!("redirect to {url} leaves the crawl scope"),
                     );
-                    return stopped(job, url.as_str(), hops, wire_bytes, f);
+                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
                 if hops.iter().any(|h| h.url == url.as_str()) {
                     let f = failure(
                         "redirect_loop",
                         format!("redirect loop: {url} was already visited in this chain"),
                     );
-                    return stopped(job, url.as_str(), hops, wire_bytes, f);
+                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
                 if hops.len() > self.cfg.max_redirects {
                     let f = failure(
                         "too_many_redirects",
                         format!("more than {} redirects", self.cfg.max_redirects),
                     );
-                    return stopped(job, url.as_str(), hops, wire_bytes, f);
+                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
                 // A target the crawl already has (or will fetch on its own) is not fetched
                 // twice: the record points at it and the chain ends here.
                 if !self.state.seen_add(url.as_str()).await? {
-                    self.state.incr(counters::REDIRECT_TO_SEEN, 1).await?;
+                    self.state.count(&Counter::RedirectToSeen, 1).await?;
                     let status = hops.last().map_or(0, |h| h.status);
-                    let f = done_ok(job, url.as_str(), hops, wire_bytes, status, None);
+                    let f = fetched_record(job, url.as_str(), hops, wire_bytes, status, None);
                     return Ok(Outcome::Done(Box::new(f)));
                 }
             }
             if let Some(f) = self.address_policy(&url) {
-                return stopped(job, url.as_str(), hops, wire_bytes, f);
+                return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
             }
             let rules = match self.rules_for(&url, clock, discovered).await? {
-                Ok(r) => r,
-                Err(f) => {
-                    return stopped(job, url.as_str(), hops, wire_bytes, f);
+                RobotsDecision::Rules(r) => r,
+                RobotsDecision::Refused(f) => {
+                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
             };
             if !rules.allows(&url) {
-                self.state.incr(counters::ROBOTS_BLOCKED, 1).await?;
-                let why = if rules.access == "rules" {
-                    "disallowed by robots.txt"
-                } else {
-                    rules.access
-                };
+                self.state.count(&Counter::RobotsBlocked, 1).await?;
+                let why = rules.access.blocked_reason();
                 let f = failure("robots_disallowed", format!("{url}: {why}"));
-                return stopped(job, url.as_str(), hops, wire_bytes, f);
+                return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
             }
             let crawl_delay = rules.robots.crawl_delay();
             let resp = match self.request(&url, &host, crawl_delay, clock).await {
                 Ok(r) => r,
                 Err(f) => {
-                    return stopped(job, url.as_str(), hops, wire_bytes, f);
+                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
             };
             wire_bytes += resp.payload.len() as u64;
@@ -318,13 +335,13 @@ impl Fetcher {
                     }
                     Err(e) => {
                         let f = failure("bad_redirect", format!("unusable Location {loc:?}: {e}"));
-                        return stopped(job, url.as_str(), hops, wire_bytes, f);
+                        return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                     }
                 }
             }
             if matches!(resp.status, 429 | 503) && job.retries < self.cfg.max_retries {
                 let after = self.retry_after(&resp.headers);
-                self.state.incr(counters::RETRIES, 1).await?;
+                self.state.count(&Counter::Retries, 1).await?;
                 return Ok(Outcome::Retry {
                     after,
                     status: resp.status,
@@ -384,7 +401,7 @@ impl Fetcher {
         resp: Response,
     ) -> Fetched {
         let content_type = header_str(&resp.headers, "content-type").map(str::to_string);
-        let mut fetched = done_ok(
+        let mut fetched = fetched_record(
             job,
             url.as_str(),
             hops,
@@ -420,17 +437,11 @@ impl Fetcher {
                 return fetched;
             }
         };
-        let mime = content_type.as_deref().map(|c| {
-            c.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        });
+        let mime = content_type.as_deref().map(body::mime_type);
         match job.kind {
             UrlKind::Sitemap | UrlKind::Feed => fetched.body = decoded,
             UrlKind::Page => {
-                if is_html(mime.as_deref(), &decoded) {
+                if body::is_html(content_type.as_deref(), &decoded) {
                     let (text, charset) = body::decode_html(&decoded, content_type.as_deref());
                     fetched.body = text.into_bytes();
                     fetched.charset = Some(charset.to_string());
@@ -454,19 +465,20 @@ pub(crate) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Ends a fetch with a failure record.
-fn stopped(
+fn failed_outcome(
     job: &FetchJob,
     final_url: &str,
     hops: Vec<Hop>,
     wire_bytes: u64,
     f: FetchFailure,
 ) -> Result<Outcome, FetchError> {
-    Ok(Outcome::Done(Box::new(done(
+    Ok(Outcome::Done(Box::new(failed_record(
         job, final_url, hops, wire_bytes, f,
     ))))
 }
 
-fn done(
+/// The record of a fetch that failed: the hops so far, the last status, the failure.
+fn failed_record(
     job: &FetchJob,
     final_url: &str,
     hops: Vec<Hop>,
@@ -474,12 +486,13 @@ fn done(
     f: FetchFailure,
 ) -> Fetched {
     let status = hops.last().map_or(0, |h| h.status);
-    let mut out = done_ok(job, final_url, hops, wire_bytes, status, None);
+    let mut out = fetched_record(job, final_url, hops, wire_bytes, status, None);
     out.error = Some(f);
     out
 }
 
-fn done_ok(
+/// The record of a fetch, without its body (the caller adds it).
+fn fetched_record(
     job: &FetchJob,
     final_url: &str,
     hops: Vec<Hop>,
@@ -500,5 +513,35 @@ fn done_ok(
         charset: None,
         wire_bytes,
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn politeness_waits_for_the_larger_delay() {
+        let d = Duration::from_millis(100);
+        let at = |cd| {
+            HostClock {
+                ended_ms: 1000,
+                gap: politeness_gap(cd, d),
+            }
+            .next_allowed_ms()
+        };
+        assert_eq!(at(None), 1100);
+        assert_eq!(at(Some(Duration::from_secs(2))), 3000);
+    }
+
+    #[test]
+    fn config_from_settings_keeps_one_robots_token() {
+        let s = CrawlSettings {
+            user_agent: Some(" MyBot/2.0 (+http://x)".into()),
+            ..CrawlSettings::default()
+        };
+        let c = FetcherConfig::from_settings("c", &s);
+        assert_eq!(c.robots_agent, "MyBot");
+        assert_eq!(FetcherConfig::new("c").robots_agent, "trawl");
     }
 }

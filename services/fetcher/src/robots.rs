@@ -13,7 +13,31 @@ use url::Url;
 #[derive(Debug)]
 pub struct HostRules {
     pub robots: Robots,
-    pub access: &'static str,
+    pub access: Access,
+}
+
+/// Where a host's rules came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The host's robots.txt.
+    Rules,
+    /// robots.txt answered 4xx: everything is allowed.
+    Unavailable,
+    /// robots.txt answered 5xx or nothing: everything is disallowed.
+    Unreachable,
+}
+
+impl Access {
+    /// Why a URL of the host was not fetched, for its record.
+    pub fn blocked_reason(self) -> &'static str {
+        match self {
+            Access::Rules => "disallowed by robots.txt",
+            Access::Unavailable => "robots.txt unavailable (4xx): everything allowed",
+            Access::Unreachable => {
+                "robots.txt unreachable (5xx or no answer): everything disallowed"
+            }
+        }
+    }
 }
 
 impl HostRules {
@@ -21,15 +45,15 @@ impl HostRules {
         match &entry.access {
             RobotsAccess::Body(body) => Self {
                 robots: Robots::parse(body, Agent::Prefix(agent)),
-                access: "rules",
+                access: Access::Rules,
             },
             RobotsAccess::Unavailable => Self {
                 robots: Robots::allow_all(),
-                access: "robots.txt unavailable (4xx): everything allowed",
+                access: Access::Unavailable,
             },
             RobotsAccess::Unreachable => Self {
                 robots: Robots::disallow_all(),
-                access: "robots.txt unreachable (5xx or no answer): everything disallowed",
+                access: Access::Unreachable,
             },
         }
     }

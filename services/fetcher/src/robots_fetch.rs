@@ -11,7 +11,15 @@ use trawl_core::{DiscoveredUrl, FetchFailure, UrlKind};
 use url::Url;
 
 use crate::robots::HostRules;
-use crate::{FetchError, Fetcher, JobClock, body, failure, header_str};
+use crate::{FetchError, Fetcher, JobClock, failure, header_str};
+use trawl_body as body;
+
+/// Whether a URL's host can be crawled at all: its rules, or why they could not be had
+/// (an error of this fetch, not a fact about the site: nothing is cached).
+pub(crate) enum RobotsDecision {
+    Rules(Arc<HostRules>),
+    Refused(FetchFailure),
+}
 
 impl Fetcher {
     /// The robots rules of `url`'s host: local cache, then shared state, then the network.
@@ -20,11 +28,11 @@ impl Fetcher {
         url: &Url,
         clock: &mut JobClock,
         discovered: &mut Vec<DiscoveredUrl>,
-    ) -> Result<Result<Arc<HostRules>, FetchFailure>, FetchError> {
+    ) -> Result<RobotsDecision, FetchError> {
         let host = host_key(url);
         let now = now_ms();
         if let Some(r) = self.robots.get(&host, now) {
-            return Ok(Ok(r));
+            return Ok(RobotsDecision::Rules(r));
         }
         let ttl = self.cfg.robots_ttl.as_millis() as u64;
         let entry = match self.state.robots_get(&host, now).await? {
@@ -32,12 +40,17 @@ impl Fetcher {
             None => {
                 let robots_url = match url.join("/robots.txt") {
                     Ok(u) => u,
-                    Err(e) => return Ok(Err(failure("invalid_url", e.to_string()))),
+                    Err(e) => {
+                        return Ok(RobotsDecision::Refused(failure(
+                            "invalid_url",
+                            e.to_string(),
+                        )));
+                    }
                 };
                 let access = match self.fetch_robots(&robots_url, &host, clock).await {
                     Ok(a) => a,
                     // Not a fact about the site's robots.txt: report it, cache nothing.
-                    Err(f) => return Ok(Err(f)),
+                    Err(f) => return Ok(RobotsDecision::Refused(f)),
                 };
                 let entry = RobotsEntry {
                     access,
@@ -47,10 +60,10 @@ impl Fetcher {
                 let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
                 // The file just fetched may ask for a longer gap than the one it was fetched
                 // under: the next request waits for it.
-                if let (Some(cd), Some((_, wait))) =
-                    (rules.robots.crawl_delay(), clock.last_end.get_mut(&host))
+                if let (Some(cd), Some(h)) =
+                    (rules.robots.crawl_delay(), clock.hosts.get_mut(&host))
                 {
-                    *wait = (*wait).max(cd);
+                    h.gap = h.gap.max(cd);
                 }
                 // Announce sitemaps once per fetch of robots.txt; the frontier's scope and
                 // seen-set decide whether they are crawled.
@@ -62,13 +75,13 @@ impl Fetcher {
                 let rules = Arc::new(rules);
                 self.robots
                     .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
-                return Ok(Ok(rules));
+                return Ok(RobotsDecision::Rules(rules));
             }
         };
         let rules = Arc::new(HostRules::from_entry(&entry, &self.cfg.robots_agent));
         self.robots
             .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
-        Ok(Ok(rules))
+        Ok(RobotsDecision::Rules(rules))
     }
 
     /// Fetches robots.txt; `Err` only when our own address policy refused the request.

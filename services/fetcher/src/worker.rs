@@ -5,36 +5,55 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use trawl_core::clock::now_ms;
+use trawl_core::pipeline::{Hops, Shutdown, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::{CoreError, Discovered, FetchJob, Fetched, MESSAGE_VERSION};
 
 use crate::{FetchError, Fetcher, Outcome};
+
+/// `n` fetch workers over the hops.
+pub fn spawn(
+    workers: &mut Workers,
+    n: usize,
+    fetcher: &Arc<Fetcher>,
+    hops: &Hops,
+    stop: &Shutdown,
+) {
+    workers.spawn_n(n, || {
+        run_worker(
+            fetcher.clone(),
+            hops.fetch.clone(),
+            hops.fetched.clone(),
+            hops.discovered.clone(),
+            stop.clone(),
+        )
+    });
+}
 
 pub async fn run_worker(
     fetcher: Arc<Fetcher>,
     jobs: Arc<dyn Queue<FetchJob>>,
     fetched: Arc<dyn Queue<Fetched>>,
     discovered: Arc<dyn Queue<Discovered>>,
-    mut stop: watch::Receiver<bool>,
+    stop: impl Into<Shutdown>,
 ) -> Result<(), FetchError> {
+    let mut stop = stop.into();
     let state = fetcher.state().clone();
     loop {
-        if *stop.borrow() {
+        let Some(batch) = stop
+            .run_until(jobs.pull(1, Duration::from_millis(200)))
+            .await
+        else {
             return Ok(());
-        }
-        let batch = tokio::select! {
-            b = jobs.pull(1, Duration::from_millis(200)) => b?,
-            _ = stop.changed() => continue,
         };
-        for d in batch {
+        for d in batch? {
             handle(&fetcher, &*fetched, &*discovered, d.msg).await?;
             jobs.ack(d.id).await?;
             // Fast path: a host that is ready now is claimed here directly instead of waiting
             // for the dispatcher and a queue hop. The claim enforces politeness the same way;
             // with one request in flight per host this hand-off is the crawl's critical path.
-            while !*stop.borrow() {
+            while !stop.is_shutdown() {
                 let Some(claim) = state.claim(now_ms()).await? else {
                     break;
                 };
@@ -78,8 +97,8 @@ async fn handle(
     let now = trawl_core::clock::now_ms();
     if out.next_allowed_ms > now {
         state
-            .incr(
-                crate::counters::POLITENESS_WAIT_MS,
+            .count(
+                &trawl_core::counters::Counter::PolitenessWaitMs,
                 (out.next_allowed_ms - now) as i64,
             )
             .await?;

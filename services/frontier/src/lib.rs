@@ -11,31 +11,31 @@ mod traps;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use trawl_core::clock::now_ms;
+use trawl_core::counters::Counter;
+use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::scope::Scope;
+use trawl_core::settings::CrawlSettings;
 use trawl_core::state::{Enqueued, State};
 use trawl_core::urlnorm::{Normalizer, host_key};
 use trawl_core::{CoreError, Discovered, DiscoveredUrl, FetchJob, MESSAGE_VERSION, UrlKind};
 
 pub use traps::{TrapConfig, TrapKind};
 
-/// Counter names kept in shared state; the crawl report reads them.
-pub mod counters {
-    pub const QUEUED: &str = "frontier.queued";
-    pub const SEEN: &str = "frontier.already_seen";
-    pub const OUT_OF_SCOPE: &str = "frontier.out_of_scope";
-    pub const TOO_DEEP: &str = "frontier.too_deep";
-    pub const INVALID: &str = "frontier.invalid_url";
-    pub const HOST_BUDGET: &str = "frontier.host_budget_exceeded";
-    pub const MAX_PAGES: &str = "frontier.max_pages_reached";
-    pub const EVICTED: &str = "frontier.evicted";
-    pub const REJECTED_FULL: &str = "frontier.rejected_full";
-    pub const TRAP_PREFIX: &str = "frontier.trap.";
-    pub const ADMITTED: &str = "frontier.admitted";
-    pub const HOST_PAGES_PREFIX: &str = "frontier.host_pages.";
-    pub const QUERY_VARIANTS_PREFIX: &str = "frontier.query_variants.";
+impl FrontierConfig {
+    /// The frontier's part of a crawl's settings.
+    pub fn from_settings(crawl: &str, s: &CrawlSettings, scope: Scope) -> Self {
+        FrontierConfig {
+            crawl: crawl.to_string(),
+            scope,
+            max_depth: s.max_depth,
+            max_pages: s.max_pages,
+            max_pages_per_host: s.max_pages_per_host,
+            traps: TrapConfig::from_settings(s),
+            normalizer: s.normalizer(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +60,7 @@ pub struct FrontierConfig {
 
 /// What happened to one discovered URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Verdict {
+pub enum Admission {
     Queued,
     Seen,
     Invalid,
@@ -83,13 +83,6 @@ pub fn priority(depth: u32, kind: UrlKind, staleness_s: u64) -> i64 {
     i64::from(depth) * 1_000_000 - kind_bonus - staleness_s.min(499_999) as i64
 }
 
-/// When the next request to a host may start: the end of the last one plus the larger of
-/// the site's crawl-delay and the configured delay.
-pub fn next_allowed_ms(end_ms: u64, crawl_delay: Option<Duration>, delay: Duration) -> u64 {
-    let wait = crawl_delay.unwrap_or_default().max(delay);
-    end_ms.saturating_add(wait.as_millis() as u64)
-}
-
 pub struct Frontier {
     cfg: FrontierConfig,
     state: Arc<dyn State>,
@@ -101,75 +94,71 @@ impl Frontier {
     }
 
     /// Admits or drops every URL of a batch; returns the verdicts in order.
-    pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Verdict>, FrontierError> {
+    pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Admission>, FrontierError> {
         let mut out = Vec::with_capacity(batch.urls.len());
         // Counted per batch, not per URL: a documentation page links to hundreds of URLs
         // and shared-state round trips would dominate. Seen URLs are not counted at all.
-        let mut counts: std::collections::HashMap<Verdict, i64> = Default::default();
+        let mut counts: std::collections::HashMap<Admission, i64> = Default::default();
         for d in &batch.urls {
             let v = self.admit(d).await?;
-            if v != Verdict::Seen {
+            if v != Admission::Seen {
                 *counts.entry(v.clone()).or_default() += 1;
             }
             out.push(v);
         }
         for (v, n) in counts {
-            let name = match v {
-                Verdict::Trap(kind) => format!("{}{}", counters::TRAP_PREFIX, kind.name()),
-                Verdict::Queued => counters::QUEUED.into(),
-                Verdict::Invalid => counters::INVALID.into(),
-                Verdict::OutOfScope => counters::OUT_OF_SCOPE.into(),
-                Verdict::TooDeep => counters::TOO_DEEP.into(),
-                Verdict::HostBudget => counters::HOST_BUDGET.into(),
-                Verdict::MaxPages => counters::MAX_PAGES.into(),
-                Verdict::Rejected => counters::REJECTED_FULL.into(),
-                Verdict::Seen => continue,
+            let counter = match v {
+                Admission::Trap(kind) => Counter::FrontierTrap(kind.name().into()),
+                Admission::Queued => Counter::FrontierQueued,
+                Admission::Invalid => Counter::FrontierInvalidUrl,
+                Admission::OutOfScope => Counter::FrontierOutOfScope,
+                Admission::TooDeep => Counter::FrontierTooDeep,
+                Admission::HostBudget => Counter::FrontierHostBudget,
+                Admission::MaxPages => Counter::FrontierMaxPages,
+                Admission::Rejected => Counter::FrontierRejectedFull,
+                Admission::Seen => continue,
             };
-            self.state.incr(&name, n).await?;
+            self.state.count(&counter, n).await?;
         }
         Ok(out)
     }
 
     /// Decides one URL.
-    pub async fn admit(&self, d: &DiscoveredUrl) -> Result<Verdict, FrontierError> {
+    pub async fn admit(&self, d: &DiscoveredUrl) -> Result<Admission, FrontierError> {
         let Ok(url) = self.cfg.normalizer.parse(&d.url, None) else {
-            return Ok(Verdict::Invalid);
+            return Ok(Admission::Invalid);
         };
         if !self.cfg.scope.contains(&url) {
-            return Ok(Verdict::OutOfScope);
+            return Ok(Admission::OutOfScope);
         }
         if d.depth > self.cfg.max_depth {
-            return Ok(Verdict::TooDeep);
+            return Ok(Admission::TooDeep);
         }
         if let Some(trap) = self.cfg.traps.check_static(&url) {
-            return Ok(Verdict::Trap(trap));
+            return Ok(Admission::Trap(trap));
         }
         if !self.state.seen_add(url.as_str()).await? {
-            return Ok(Verdict::Seen);
+            return Ok(Admission::Seen);
         }
         let host = host_key(&url);
         if url.query().is_some() && self.cfg.traps.max_query_variants > 0 {
-            let key = format!(
-                "{}{}",
-                counters::QUERY_VARIANTS_PREFIX,
-                traps::path_pattern(&host, url.path())
-            );
-            if self.state.incr(&key, 1).await? as u64 > self.cfg.traps.max_query_variants {
-                return Ok(Verdict::Trap(TrapKind::QueryVariants));
+            let pattern = Counter::QueryVariants(traps::path_pattern(&host, url.path()));
+            if self.state.count(&pattern, 1).await? as u64 > self.cfg.traps.max_query_variants {
+                return Ok(Admission::Trap(TrapKind::QueryVariants));
             }
         }
         if self.cfg.max_pages_per_host > 0 && d.kind == UrlKind::Page {
-            let key = format!("{}{}", counters::HOST_PAGES_PREFIX, host);
-            if self.state.incr(&key, 1).await? as u64 > self.cfg.max_pages_per_host {
-                return Ok(Verdict::HostBudget);
+            let budget = Counter::HostPages(host.clone());
+            if self.state.count(&budget, 1).await? as u64 > self.cfg.max_pages_per_host {
+                return Ok(Admission::HostBudget);
             }
         }
         // Sitemaps and feeds are how pages are found, not pages: they use no page budget.
         if self.cfg.max_pages > 0
             && d.kind == UrlKind::Page
-            && self.state.incr(counters::ADMITTED, 1).await? as u64 > self.cfg.max_pages
+            && self.state.count(&Counter::FrontierAdmitted, 1).await? as u64 > self.cfg.max_pages
         {
-            return Ok(Verdict::MaxPages);
+            return Ok(Admission::MaxPages);
         }
         let job = FetchJob {
             v: MESSAGE_VERSION,
@@ -182,28 +171,28 @@ impl Frontier {
             retries: 0,
         };
         Ok(match self.state.enqueue(job).await? {
-            Enqueued::Accepted => Verdict::Queued,
+            Enqueued::Accepted => Admission::Queued,
             Enqueued::AcceptedEvicting(n) => {
-                self.state.incr(counters::EVICTED, n as i64).await?;
-                Verdict::Queued
+                self.state
+                    .count(&Counter::FrontierEvicted, n as i64)
+                    .await?;
+                Admission::Queued
             }
-            Enqueued::Rejected => Verdict::Rejected,
+            Enqueued::Rejected => Admission::Rejected,
         })
     }
 }
 
-/// Moves jobs from ready hosts to the fetch queue until `stop` turns true. Publishing waits
-/// while the fetch queue is full, so the frontier never runs ahead of the fetchers.
+/// Moves jobs from ready hosts to the fetch queue until the stop. Publishing waits while
+/// the fetch queue is full, so the frontier never runs ahead of the fetchers.
 pub async fn dispatch(
     state: Arc<dyn State>,
     fetch: Arc<dyn Queue<FetchJob>>,
-    mut stop: watch::Receiver<bool>,
+    stop: impl Into<Shutdown>,
 ) -> Result<(), FrontierError> {
     const IDLE_POLL: Duration = Duration::from_millis(20);
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
+    let mut stop = stop.into();
+    while !stop.is_shutdown() {
         let now = now_ms();
         if let Some(claim) = state.claim(now).await? {
             match fetch.publish(claim.job).await {
@@ -221,32 +210,54 @@ pub async fn dispatch(
             None => IDLE_POLL,
         };
         // Woken early when a host is released or work arrives.
-        tokio::select! {
-            _ = state.wait_change(wait) => {}
-            _ = stop.changed() => {}
-        }
+        stop.run_until(state.wait_change(wait)).await;
     }
+    Ok(())
 }
 
-/// Feeds `trawl.discovered` batches through [`Frontier::ingest`] until `stop` turns true.
+/// Feeds `trawl.discovered` batches through [`Frontier::ingest`] until the stop.
 pub async fn run_ingest(
     frontier: Arc<Frontier>,
     discovered: Arc<dyn Queue<Discovered>>,
-    mut stop: watch::Receiver<bool>,
+    stop: impl Into<Shutdown>,
 ) -> Result<(), FrontierError> {
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
-        let batch = tokio::select! {
-            b = discovered.pull(16, Duration::from_millis(200)) => b?,
-            _ = stop.changed() => continue,
-        };
-        for d in batch {
+    let mut stop = stop.into();
+    while let Some(batch) = stop
+        .run_until(discovered.pull(16, Duration::from_millis(200)))
+        .await
+    {
+        for d in batch? {
             frontier.ingest(&d.msg).await?;
             discovered.ack(d.id).await?;
         }
     }
+    Ok(())
+}
+
+/// The frontier's two loops (admission and dispatch) over the hops.
+pub fn spawn(workers: &mut Workers, frontier: &Arc<Frontier>, hops: &Hops, stop: &Shutdown) {
+    workers.spawn(run_ingest(
+        frontier.clone(),
+        hops.discovered.clone(),
+        stop.clone(),
+    ));
+    workers.spawn(dispatch(
+        frontier.state.clone(),
+        hops.fetch.clone(),
+        stop.clone(),
+    ));
+}
+
+/// The frontier as one stage of a cluster crawl.
+pub async fn serve(ctx: StageContext) -> StageResult {
+    let cfg = FrontierConfig::from_settings(&ctx.spec.crawl, &ctx.spec.settings, ctx.spec.scope());
+    let frontier = Arc::new(Frontier::new(cfg, ctx.state.clone()));
+    ctx.set_ready();
+    let mut workers = Workers::new();
+    spawn(&mut workers, &frontier, &ctx.hops, &ctx.shutdown);
+    // One failing half ends the stage (the service starts it again): the other must not
+    // keep it alive without its partner.
+    Ok(workers.join().await?)
 }
 
 #[cfg(test)]
@@ -286,38 +297,41 @@ mod tests {
         let (f, _) = frontier(2, 0);
         assert_eq!(
             f.admit(&d("http://h/a#x", 1)).await.unwrap(),
-            Verdict::Queued
+            Admission::Queued
         );
         assert_eq!(
             f.admit(&d("http://H:80/a", 1)).await.unwrap(),
-            Verdict::Seen
+            Admission::Seen
         );
         assert_eq!(
             f.admit(&d("http://other/a", 1)).await.unwrap(),
-            Verdict::OutOfScope
+            Admission::OutOfScope
         );
         assert_eq!(
             f.admit(&d("http://h/deep", 3)).await.unwrap(),
-            Verdict::TooDeep
+            Admission::TooDeep
         );
-        assert_eq!(f.admit(&d("ftp://h/x", 1)).await.unwrap(), Verdict::Invalid);
+        assert_eq!(
+            f.admit(&d("ftp://h/x", 1)).await.unwrap(),
+            Admission::Invalid
+        );
         assert_eq!(
             f.admit(&d("http://h/x/y/x/y/x/y", 1)).await.unwrap(),
-            Verdict::Trap(TrapKind::RepeatedSegments)
+            Admission::Trap(TrapKind::RepeatedSegments)
         );
         let long = format!("http://h/{}", "a".repeat(3000));
         assert_eq!(
             f.admit(&d(&long, 1)).await.unwrap(),
-            Verdict::Trap(TrapKind::UrlTooLong)
+            Admission::Trap(TrapKind::UrlTooLong)
         );
         for i in 0..3 {
             let u = format!("http://h/cal/2024?m={i}");
-            assert_eq!(f.admit(&d(&u, 1)).await.unwrap(), Verdict::Queued);
+            assert_eq!(f.admit(&d(&u, 1)).await.unwrap(), Admission::Queued);
         }
         // Digits in the path are folded into one pattern, so /cal/2025 shares the budget.
         assert_eq!(
             f.admit(&d("http://h/cal/2025?m=9", 1)).await.unwrap(),
-            Verdict::Trap(TrapKind::QueryVariants)
+            Admission::Trap(TrapKind::QueryVariants)
         );
     }
 
@@ -331,9 +345,12 @@ mod tests {
             urls: (0..5).map(|i| d(&format!("http://h/{i}"), 0)).collect(),
         };
         let v = f.ingest(&batch).await.unwrap();
-        assert_eq!(v.iter().filter(|v| **v == Verdict::Queued).count(), 2);
+        assert_eq!(v.iter().filter(|v| **v == Admission::Queued).count(), 2);
         assert_eq!(state.queued().await.unwrap(), 2);
-        assert_eq!(state.counters().await.unwrap()[counters::MAX_PAGES], 3);
+        assert_eq!(
+            state.counters().await.unwrap()[Counter::FrontierMaxPages.key().as_ref()],
+            3
+        );
     }
 
     #[test]
@@ -341,12 +358,5 @@ mod tests {
         assert!(priority(0, UrlKind::Page, 0) < priority(1, UrlKind::Page, 0));
         assert!(priority(1, UrlKind::Sitemap, 0) < priority(1, UrlKind::Page, 0));
         assert!(priority(1, UrlKind::Page, 3600) < priority(1, UrlKind::Page, 0));
-    }
-
-    #[test]
-    fn politeness_waits_for_the_larger_delay() {
-        let d = Duration::from_millis(100);
-        assert_eq!(next_allowed_ms(1000, None, d), 1100);
-        assert_eq!(next_allowed_ms(1000, Some(Duration::from_secs(2)), d), 3000);
     }
 }

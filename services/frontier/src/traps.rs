@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use trawl_core::settings::CrawlSettings;
 use url::Url;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,10 +35,16 @@ pub struct TrapConfig {
 
 impl Default for TrapConfig {
     fn default() -> Self {
+        Self::from_settings(&CrawlSettings::default())
+    }
+}
+
+impl TrapConfig {
+    pub fn from_settings(s: &CrawlSettings) -> Self {
         Self {
-            max_url_len: 2048,
+            max_url_len: s.max_url_length,
             max_segment_repeats: 2,
-            max_query_variants: 1000,
+            max_query_variants: s.max_query_variants,
         }
     }
 }

@@ -9,26 +9,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
+use trawl_core::counters::Counter;
+use trawl_core::pipeline::{Shutdown, StageContext, StageResult};
 use trawl_core::queue::Queue;
 use trawl_core::state::State;
 use trawl_core::{CoreError, Doc, PageRecord};
 
-/// Counter names in shared state.
-pub mod counters {
-    pub const PAGES: &str = "pages.total";
-    pub const STATUS_PREFIX: &str = "pages.status.";
-    pub const ERROR_PREFIX: &str = "pages.error.";
-    pub const REDIRECTED: &str = "pages.redirected";
-    pub const REDIRECT_HOPS: &str = "pages.redirect_hops";
-    pub const WITH_TEXT: &str = "pages.with_text";
-    pub const BYTES: &str = "pages.wire_bytes";
-    pub const DUP_EXACT: &str = "pages.duplicate.exact";
-    pub const DUP_NEAR: &str = "pages.duplicate.near";
-}
-
 #[derive(Debug, thiserror::Error)]
-pub enum IndexError {
+pub enum IndexerError {
     #[error("writing the corpus: {0}")]
     Io(#[from] std::io::Error),
     #[error("encoding a record: {0}")]
@@ -47,7 +36,7 @@ pub enum IndexError {
 pub async fn run_index(
     mut indexer: trawl_index::Indexer,
     mut pages: mpsc::Receiver<PageRecord>,
-) -> Result<trawl_index::IndexStats, IndexError> {
+) -> Result<trawl_index::IndexStats, IndexerError> {
     let mut last = std::time::Instant::now();
     while let Some(p) = pages.recv().await {
         indexer.add_page(&p).await?;
@@ -75,7 +64,7 @@ pub struct JsonlSink {
 impl JsonlSink {
     /// Opens `path` for appending (created if missing): a restarted writer keeps what the
     /// file already holds.
-    pub fn append(path: &Path) -> Result<Self, IndexError> {
+    pub fn append(path: &Path) -> Result<Self, IndexerError> {
         Ok(Self {
             out: BufWriter::new(
                 std::fs::OpenOptions::new()
@@ -86,19 +75,19 @@ impl JsonlSink {
         })
     }
 
-    pub fn create(path: &Path) -> Result<Self, IndexError> {
+    pub fn create(path: &Path) -> Result<Self, IndexerError> {
         Ok(Self {
             out: BufWriter::new(File::create(path)?),
         })
     }
 
-    pub fn write(&mut self, page: &PageRecord) -> Result<(), IndexError> {
+    pub fn write(&mut self, page: &PageRecord) -> Result<(), IndexerError> {
         serde_json::to_writer(&mut self.out, page)?;
         self.out.write_all(b"\n")?;
         Ok(())
     }
 
-    pub fn flush(&mut self) -> Result<(), IndexError> {
+    pub fn flush(&mut self) -> Result<(), IndexerError> {
         self.out.flush()?;
         Ok(())
     }
@@ -114,111 +103,108 @@ pub fn status_class(status: u16) -> String {
 
 /// Adds one page to the report's counters.
 pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), CoreError> {
-    state.incr(counters::PAGES, 1).await?;
-    state
-        .incr(
-            &format!("{}{}", counters::STATUS_PREFIX, status_class(page.status)),
-            1,
-        )
-        .await?;
+    state.count(&Counter::Pages, 1).await?;
+    let class = Counter::PagesByStatus(status_class(page.status));
+    state.count(&class, 1).await?;
     if let Some(e) = &page.error {
         state
-            .incr(&format!("{}{}", counters::ERROR_PREFIX, e.kind), 1)
+            .count(&Counter::PagesByError(e.kind.clone()), 1)
             .await?;
     }
     if page.redirects.len() > 1 {
-        state.incr(counters::REDIRECTED, 1).await?;
-        state
-            .incr(counters::REDIRECT_HOPS, page.redirects.len() as i64 - 1)
-            .await?;
+        state.count(&Counter::PagesRedirected, 1).await?;
+        let hops = page.redirects.len() as i64 - 1;
+        state.count(&Counter::RedirectHops, hops).await?;
     }
     if !page.text.is_empty() {
-        state.incr(counters::WITH_TEXT, 1).await?;
+        state.count(&Counter::PagesWithText, 1).await?;
     }
     match page.distance {
         Some(0) => {
-            state.incr(counters::DUP_EXACT, 1).await?;
+            state.count(&Counter::DuplicatesExact, 1).await?;
         }
         Some(_) => {
-            state.incr(counters::DUP_NEAR, 1).await?;
+            state.count(&Counter::DuplicatesNear, 1).await?;
         }
         None => {}
     }
-    state.incr(counters::BYTES, page.wire_bytes as i64).await?;
+    let bytes = page.wire_bytes as i64;
+    state.count(&Counter::WireBytes, bytes).await?;
     Ok(())
 }
 
+/// Where a page goes once it is in `pages.jsonl`, before its message is acked.
+pub enum IndexTarget {
+    /// Nowhere: JSON Lines only.
+    None,
+    /// The embedded runtime's index task (a full channel slows the crawl down to the
+    /// embedding speed instead of piling pages up in memory).
+    Task(mpsc::Sender<PageRecord>),
+    /// The service: chunks embedded and stored before the ack; the full-text index
+    /// refreshed every `refresh` and when the worker stops.
+    InPlace {
+        indexer: Box<trawl_index::Indexer>,
+        refresh: Duration,
+    },
+}
+
 /// Writes documents as they come. One writer per output file. With `index`, each page is
-/// also handed to the index task before its message is acked (a full channel slows the
-/// crawl down to the embedding speed instead of piling pages up in memory).
+/// also handed to the index task before its message is acked.
 pub async fn run_worker(
     docs: Arc<dyn Queue<Doc>>,
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
     index: Option<mpsc::Sender<PageRecord>>,
-    mut stop: watch::Receiver<bool>,
-) -> Result<(), IndexError> {
-    loop {
-        if *stop.borrow() {
-            break;
-        }
-        let batch = tokio::select! {
-            b = docs.pull(64, Duration::from_millis(200)) => b?,
-            _ = stop.changed() => continue,
-        };
-        if batch.is_empty() {
-            continue;
-        }
-        // Written and flushed before any ack: a process killed after the ack must not take
-        // buffered pages with it (a kill between flush and ack writes a page twice; the
-        // page's id makes that copy easy to drop downstream).
-        {
-            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-            for d in &batch {
-                s.write(&d.msg.page)?;
-            }
-            s.flush()?;
-        }
-        for d in batch {
-            count_page(&*state, &d.msg.page).await?;
-            if let Some(tx) = &index
-                && trawl_index::indexer::wants(&d.msg.page)
-            {
-                tx.send(d.msg.page)
-                    .await
-                    .map_err(|_| IndexError::IndexStopped)?;
-            }
-            docs.ack(d.id).await?;
-        }
-    }
-    sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+    stop: impl Into<Shutdown>,
+) -> Result<(), IndexerError> {
+    let target = index.map_or(IndexTarget::None, IndexTarget::Task);
+    write_docs(docs, sink, state, target, stop.into()).await?;
     Ok(())
 }
 
 /// The indexer service's loop: each batch is written to `pages.jsonl` and into the index
 /// (embedded, stored) before any of it is acked, so a replica killed mid-batch loses
-/// nothing: the batch comes again and its pages replace what was half written. The
-/// full-text index is refreshed every `refresh` and when the worker stops.
+/// nothing: the batch comes again and its pages replace what was half written.
 pub async fn run_indexing_worker(
     docs: Arc<dyn Queue<Doc>>,
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
-    mut indexer: trawl_index::Indexer,
+    indexer: trawl_index::Indexer,
     refresh: Duration,
-    mut stop: watch::Receiver<bool>,
-) -> Result<trawl_index::IndexStats, IndexError> {
+    stop: impl Into<Shutdown>,
+) -> Result<trawl_index::IndexStats, IndexerError> {
+    let target = IndexTarget::InPlace {
+        indexer: Box::new(indexer),
+        refresh,
+    };
+    match write_docs(docs, sink, state, target, stop.into()).await? {
+        IndexTarget::InPlace { mut indexer, .. } => Ok(indexer.finish().await?),
+        _ => Err(IndexerError::IndexStopped),
+    }
+}
+
+/// The one write-flush-ack loop: a batch is written and flushed before any ack, so a
+/// process killed after the ack cannot take buffered pages with it (a kill between flush
+/// and ack writes a page twice).
+async fn write_docs(
+    docs: Arc<dyn Queue<Doc>>,
+    sink: Arc<std::sync::Mutex<JsonlSink>>,
+    state: Arc<dyn State>,
+    mut target: IndexTarget,
+    mut stop: Shutdown,
+) -> Result<IndexTarget, IndexerError> {
     let mut last_refresh = std::time::Instant::now();
     let mut dirty = false;
-    loop {
-        if *stop.borrow() {
-            break;
-        }
-        let batch = tokio::select! {
-            b = docs.pull(64, Duration::from_millis(500)) => b?,
-            _ = stop.changed() => continue,
-        };
+    while let Some(batch) = stop
+        .run_until(docs.pull(64, Duration::from_millis(200)))
+        .await
+    {
+        let batch = batch?;
         if batch.is_empty() {
-            if dirty && last_refresh.elapsed() >= refresh {
+            if let IndexTarget::InPlace { indexer, refresh } = &mut target
+                && dirty
+                && last_refresh.elapsed() >= *refresh
+            {
                 indexer.finish().await?;
                 dirty = false;
                 last_refresh = std::time::Instant::now();
@@ -232,18 +218,76 @@ pub async fn run_indexing_worker(
             }
             s.flush()?;
         }
-        for d in &batch {
-            indexer.add_page(&d.msg.page).await?;
+        if let IndexTarget::InPlace { indexer, .. } = &mut target {
+            for d in &batch {
+                indexer.add_page(&d.msg.page).await?;
+            }
+            indexer.flush().await?;
+            dirty = true;
         }
-        indexer.flush().await?;
-        dirty = true;
         for d in batch {
             count_page(&*state, &d.msg.page).await?;
+            if let IndexTarget::Task(tx) = &target
+                && trawl_index::indexer::wants(&d.msg.page)
+            {
+                tx.send(d.msg.page)
+                    .await
+                    .map_err(|_| IndexerError::IndexStopped)?;
+            }
             docs.ack(d.id).await?;
         }
     }
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
-    Ok(indexer.finish().await?)
+    Ok(target)
+}
+
+/// The indexer as one stage of a cluster crawl: its own `pages-<replica>-<pid>.jsonl` in
+/// `out`, appended across restarts, and with `index_uri` the LanceDB index there, cut as
+/// the crawl spec says.
+pub async fn serve(ctx: StageContext) -> StageResult {
+    let out = &ctx.process.out;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let path = out.join(format!(
+        "pages-{}-{}.jsonl",
+        ctx.process.instance_name("indexer"),
+        std::process::id()
+    ));
+    let sink = Arc::new(std::sync::Mutex::new(JsonlSink::append(&path)?));
+    let docs = ctx.hops.docs.clone();
+    let state = ctx.state.clone();
+    let r = match &ctx.process.index_uri {
+        Some(uri) => {
+            let mut opts = trawl_index::IndexOptions::from_settings(uri.clone(), &ctx.spec.index);
+            opts.embed = ctx.process.embed;
+            opts.model_dir = ctx.process.model_dir.clone();
+            // A missing model stops the service here with the fetch instructions.
+            let indexer = trawl_index::Indexer::open(opts).await?;
+            tracing::info!(
+                index = %uri,
+                embed = ctx.process.embed,
+                device = indexer.embedder().map_or("none", |e| e.device_name()),
+                "indexing into LanceDB"
+            );
+            ctx.set_ready();
+            let refresh = Duration::from_secs(60);
+            run_indexing_worker(
+                docs,
+                sink.clone(),
+                state,
+                indexer,
+                refresh,
+                ctx.shutdown.clone(),
+            )
+            .await
+            .map(|s| tracing::info!(pages = s.pages, chunks = s.chunks, "index written"))
+        }
+        None => {
+            ctx.set_ready();
+            run_worker(docs, sink.clone(), state, None, ctx.shutdown.clone()).await
+        }
+    };
+    sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+    Ok(r?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,157 @@
+//! The dedup gate ([`trawl_dedup::Gate`]) in Redis: one Lua script does the exact lookup, the 4 band probes with exact
+//! distance checks, and the insert, atomically. All keys of a crawl carry the `{crawl}` hash
+//! tag so the script's keys live in one cluster slot.
+//!
+//! Layout under `trawl:{crawl}:sh:`, built for bytes per fingerprint. Buckets are packed
+//! strings of fixed-size records, and small buckets are grouped as fields of one hash each,
+//! which Redis stores as a compact listpack while it holds <= 128 fields of <= 64 bytes:
+//! - `b{count}.{band}:{value >> 7}` field `value & 127`: the 8-byte fingerprints whose band
+//!   `band` (of `count`, see [`Banding`]) equals `value`; one record per band per print;
+//! - `x:{first two digest bytes}`: a string of 24-byte records (16-byte exact digest and the
+//!   8-byte fingerprint);
+//! - `ids:{top 17 bits of the fingerprint}` field fingerprint: the page id.
+
+use async_trait::async_trait;
+use redis::Script;
+use redis::aio::ConnectionManager;
+
+use trawl_dedup::gate::{Gate, GateError, GateVerdict, unless_self};
+use trawl_dedup::simhash::{Banding, Fingerprint};
+
+fn redis_err(e: redis::RedisError) -> GateError {
+    GateError::Redis(e.to_string())
+}
+
+/// KEYS: exact bucket, ids group of this print, then one band group per band.
+/// ARGV: fingerprint (8 bytes), exact digest (16 bytes), id, max distance, ids key prefix,
+/// then the field of each band group. Returns {id, distance}, or {"", -1} when kept.
+const SCRIPT: &str = r#"
+local fp, ex, id, maxd, idprefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- The ids group of any print: its top 17 bits, as the Rust side computes it.
+local function ids_key(p)
+  local b1, b2, b3 = string.byte(p, 1, 3)
+  return idprefix .. (b1 * 512 + b2 * 2 + math.floor(b3 / 128))
+end
+local xb = redis.call('GET', KEYS[1])
+if xb then
+  local from = 1
+  while true do
+    local at = string.find(xb, ex, from, true)
+    if not at then break end
+    if (at - 1) % 24 == 0 then
+      local other = string.sub(xb, at + 16, at + 23)
+      return {redis.call('HGET', ids_key(other), other) or '', 0}
+    end
+    from = at + 1
+  end
+end
+local pop = {POPCOUNTS}
+local f = {string.byte(fp, 1, 8)}
+local best, bestd = nil, 65
+for k = 3, #KEYS do
+  local b = redis.call('HGET', KEYS[k], ARGV[3 + k])
+  if b then
+    for off = 1, #b, 8 do
+      -- Most records are far: give up on one as soon as it passes the limit.
+      local d, j = 0, 0
+      while j < 8 and d <= maxd do
+        d = d + pop[bit.bxor(string.byte(b, off + j), f[j + 1]) + 1]
+        j = j + 1
+      end
+      if d <= maxd and d < bestd then bestd = d; best = string.sub(b, off, off + 7) end
+    end
+  end
+end
+if best then
+  return {redis.call('HGET', ids_key(best), best) or '', bestd}
+end
+redis.call('APPEND', KEYS[1], ex .. fp)
+redis.call('HSET', KEYS[2], fp, id)
+for k = 3, #KEYS do
+  local field = ARGV[3 + k]
+  local old = redis.call('HGET', KEYS[k], field) or ''
+  redis.call('HSET', KEYS[k], field, old .. fp)
+end
+return {'', -1}
+"#;
+
+/// The script with its popcount table written out as a literal: Redis scripts cannot keep
+/// state between calls, and building the table with loops cost more than the lookup itself.
+fn script_source() -> String {
+    let table: Vec<String> = (0u32..256).map(|i| i.count_ones().to_string()).collect();
+    SCRIPT.replace("POPCOUNTS", &table.join(","))
+}
+
+pub struct RedisGate {
+    conn: ConnectionManager,
+    prefix: String,
+    max_distance: u32,
+    banding: Banding,
+    script: Script,
+}
+
+impl RedisGate {
+    /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) for crawl `crawl`.
+    pub async fn connect(url: &str, crawl: &str, max_distance: u32) -> Result<Self, GateError> {
+        let conn = crate::redis_conn::connect(url).await.map_err(redis_err)?;
+        Ok(Self {
+            conn,
+            prefix: format!("trawl:{{{crawl}}}:sh:"),
+            max_distance: max_distance.min(3),
+            banding: Banding::for_distance(max_distance),
+            script: Script::new(&script_source()),
+        })
+    }
+
+    /// Deletes every key of this crawl's gate (tests, benchmarks, finished crawls).
+    pub async fn clear(&self) -> Result<(), GateError> {
+        let mut conn = self.conn.clone();
+        crate::redis_conn::unlink_prefixed(&mut conn, &self.prefix)
+            .await
+            .map(|_| ())
+            .map_err(redis_err)
+    }
+}
+
+#[async_trait]
+impl Gate for RedisGate {
+    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError> {
+        let b = self.banding.bands(fp.simhash);
+        let digest = fp.exact.to_be_bytes();
+        let mut inv = self.script.prepare_invoke();
+        inv.key(format!(
+            "{}x:{:02x}{:02x}",
+            self.prefix, digest[0], digest[1]
+        ))
+        .key(format!("{}ids:{}", self.prefix, fp.simhash >> 47));
+        for (i, v) in &b {
+            inv.key(format!(
+                "{}b{}.{i}:{}",
+                self.prefix,
+                self.banding.count,
+                v >> 7
+            ));
+        }
+        inv.arg(fp.simhash.to_be_bytes().to_vec())
+            .arg(digest.to_vec())
+            .arg(id)
+            .arg(self.max_distance)
+            .arg(format!("{}ids:", self.prefix));
+        for (_, v) in &b {
+            inv.arg(v & 127);
+        }
+        let mut conn = self.conn.clone();
+        let (of, distance): (String, i64) = inv.invoke_async(&mut conn).await.map_err(redis_err)?;
+        match distance {
+            -1 => Ok(GateVerdict::Kept),
+            d if d >= 0 => Ok(unless_self(
+                GateVerdict::Duplicate {
+                    of,
+                    distance: d as u32,
+                },
+                id,
+            )),
+            d => Err(GateError::Reply(format!("unexpected distance {d}"))),
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Every counter a crawl keeps in its shared state, as one typed set. The state stores them
+//! under string keys ([`Counter::key`]: `fetcher.requests`, `pages.status.2xx`, ...) so
+//! that Redis can add to them atomically; the report, `trawl status`, the progress line and
+//! `/metrics` read them back through [`Counters`], never by string prefix.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Counter {
+    /// URLs put in the frontier's queues.
+    FrontierQueued,
+    FrontierOutOfScope,
+    FrontierTooDeep,
+    FrontierInvalidUrl,
+    /// URLs past their host's `max_pages_per_host`.
+    FrontierHostBudget,
+    /// URLs past `max_pages`.
+    FrontierMaxPages,
+    /// Queued URLs evicted to keep the frontier under `max_queued`.
+    FrontierEvicted,
+    /// URLs turned away by a full frontier.
+    FrontierRejectedFull,
+    /// URLs counted against `max_pages`.
+    FrontierAdmitted,
+    /// URLs turned away as a spider trap of this kind (`url_too_long`, ...).
+    FrontierTrap(String),
+    /// Pages admitted for one host: its `max_pages_per_host` budget, not a report figure.
+    HostPages(String),
+    /// Distinct query strings of one path pattern: the query-variant trap's budget.
+    QueryVariants(String),
+    RobotsBlocked,
+    /// Redirects that left the crawl's scope.
+    RedirectOutOfScope,
+    /// 429/503 retries.
+    Retries,
+    /// HTTP requests sent (robots.txt and redirect hops included).
+    Requests,
+    /// Milliseconds hosts were held back for politeness after a request, summed.
+    PolitenessWaitMs,
+    /// Redirect chains that ended at a URL the crawl fetches anyway.
+    RedirectToSeen,
+    /// Lines written to `pages.jsonl`.
+    Pages,
+    /// Pages by status class (`2xx`, ..., `none`).
+    PagesByStatus(String),
+    /// Pages by `error.kind`.
+    PagesByError(String),
+    /// Pages reached through at least one redirect.
+    PagesRedirected,
+    /// Redirect hops followed, summed.
+    RedirectHops,
+    PagesWithText,
+    /// Bytes received for pages, summed.
+    WireBytes,
+    DuplicatesExact,
+    DuplicatesNear,
+}
+
+/// The counters without a label, with their keys.
+const FIXED: [(Counter, &str); 22] = [
+    (Counter::FrontierQueued, "frontier.queued"),
+    (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
+    (Counter::FrontierTooDeep, "frontier.too_deep"),
+    (Counter::FrontierInvalidUrl, "frontier.invalid_url"),
+    (Counter::FrontierHostBudget, "frontier.host_budget_exceeded"),
+    (Counter::FrontierMaxPages, "frontier.max_pages_reached"),
+    (Counter::FrontierEvicted, "frontier.evicted"),
+    (Counter::FrontierRejectedFull, "frontier.rejected_full"),
+    (Counter::FrontierAdmitted, "frontier.admitted"),
+    (Counter::RobotsBlocked, "fetcher.robots_blocked"),
+    (Counter::RedirectOutOfScope, "fetcher.redirect_out_of_scope"),
+    (Counter::Retries, "fetcher.retries"),
+    (Counter::Requests, "fetcher.requests"),
+    (Counter::PolitenessWaitMs, "fetcher.politeness_wait_ms"),
+    (Counter::RedirectToSeen, "fetcher.redirect_to_seen"),
+    (Counter::Pages, "pages.total"),
+    (Counter::PagesRedirected, "pages.redirected"),
+    (Counter::RedirectHops, "pages.redirect_hops"),
+    (Counter::PagesWithText, "pages.with_text"),
+    (Counter::WireBytes, "pages.wire_bytes"),
+    (Counter::DuplicatesExact, "pages.duplicate.exact"),
+    (Counter::DuplicatesNear, "pages.duplicate.near"),
+];
+
+/// Makes a labelled counter from its label.
+type Labelled = fn(String) -> Counter;
+
+/// The labelled families: key prefix and constructor.
+const LABELLED: [(&str, Labelled); 5] = [
+    ("frontier.trap.", Counter::FrontierTrap),
+    ("frontier.host_pages.", Counter::HostPages),
+    ("frontier.query_variants.", Counter::QueryVariants),
+    ("pages.status.", Counter::PagesByStatus),
+    ("pages.error.", Counter::PagesByError),
+];
+
+impl Counter {
+    /// The key the state stores it under.
+    pub fn key(&self) -> Cow<'static, str> {
+        let labelled = |prefix: &str, label: &str| Cow::Owned(format!("{prefix}{label}"));
+        match self {
+            Counter::FrontierTrap(l) => labelled(LABELLED[0].0, l),
+            Counter::HostPages(l) => labelled(LABELLED[1].0, l),
+            Counter::QueryVariants(l) => labelled(LABELLED[2].0, l),
+            Counter::PagesByStatus(l) => labelled(LABELLED[3].0, l),
+            Counter::PagesByError(l) => labelled(LABELLED[4].0, l),
+            fixed => FIXED
+                .iter()
+                .find(|(c, _)| c == fixed)
+                .map_or(Cow::Borrowed("unknown"), |(_, k)| Cow::Borrowed(*k)),
+        }
+    }
+
+    /// The counter a key names, if any.
+    pub fn parse(key: &str) -> Option<Counter> {
+        if let Some((c, _)) = FIXED.iter().find(|(_, k)| *k == key) {
+            return Some(c.clone());
+        }
+        LABELLED.iter().find_map(|(prefix, make)| {
+            key.strip_prefix(prefix)
+                .filter(|l| !l.is_empty())
+                .map(|l| make(l.to_string()))
+        })
+    }
+
+    /// Per-host and per-pattern budgets: as many as there are hosts, so kept out of
+    /// reports and metrics.
+    pub fn is_budget(&self) -> bool {
+        matches!(self, Counter::HostPages(_) | Counter::QueryVariants(_))
+    }
+}
+
+/// A crawl's counters, read back from the state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters(BTreeMap<Counter, i64>);
+
+impl Counters {
+    /// The counters among the state's keys (other keys are ignored).
+    pub fn from_map(map: &BTreeMap<String, i64>) -> Self {
+        Counters(
+            map.iter()
+                .filter_map(|(k, v)| Counter::parse(k).map(|c| (c, *v)))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, c: &Counter) -> i64 {
+        self.0.get(c).copied().unwrap_or(0)
+    }
+
+    /// Pages by status class.
+    pub fn statuses(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::PagesByStatus(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Pages by error kind.
+    pub fn errors(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::PagesByError(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// URLs turned away as traps, by kind.
+    pub fn traps(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::FrontierTrap(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Every counter that is a crawl figure (no per-host budgets), by key.
+    pub fn figures(&self) -> impl Iterator<Item = (Cow<'static, str>, i64)> + '_ {
+        self.0
+            .iter()
+            .filter(|(c, _)| !c.is_budget())
+            .map(|(c, v)| (c.key(), *v))
+    }
+
+    fn family(&self, label: impl Fn(&Counter) -> Option<&String>) -> BTreeMap<String, i64> {
+        self.0
+            .iter()
+            .filter_map(|(c, v)| label(c).map(|l| (l.clone(), *v)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_back_to_their_counter() {
+        let mut all: Vec<Counter> = FIXED.iter().map(|(c, _)| c.clone()).collect();
+        all.extend(LABELLED.iter().map(|(_, make)| make("x.y".into())));
+        for c in all {
+            assert_eq!(Counter::parse(&c.key()), Some(c.clone()), "{c:?}");
+        }
+        assert_eq!(Counter::parse("pages.error."), None);
+        assert_eq!(Counter::parse("nonsense"), None);
+        let keys: std::collections::HashSet<&str> = FIXED.iter().map(|(_, k)| *k).collect();
+        assert_eq!(keys.len(), FIXED.len(), "a key is used twice");
+    }
+
+    #[test]
+    fn families_and_figures() {
+        let map: BTreeMap<String, i64> = [
+            ("pages.total", 5),
+            ("pages.status.2xx", 4),
+            ("pages.status.4xx", 1),
+            ("pages.error.timeout", 2),
+            ("frontier.trap.url_too_long", 3),
+            ("frontier.host_pages.example.org", 9),
+            ("something.else", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let c = Counters::from_map(&map);
+        assert_eq!(c.get(&Counter::Pages), 5);
+        assert_eq!(c.get(&Counter::Requests), 0);
+        assert_eq!(c.statuses().len(), 2);
+        assert_eq!(c.errors()["timeout"], 2);
+        assert_eq!(c.traps()["url_too_long"], 3);
+        let figures: Vec<_> = c.figures().map(|(k, _)| k.to_string()).collect();
+        assert!(
+            !figures.iter().any(|k| k.contains("host_pages")),
+            "{figures:?}"
+        );
+        assert_eq!(figures.len(), 5);
+    }
+}

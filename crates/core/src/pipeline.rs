@@ -1,0 +1,138 @@
+//! How stages are wired: the four hops between them and one set of workers per runtime.
+//!
+//! The embedded runtime spawns all four stages over [`crate::queue::MemoryQueue`]s; a service
+//! spawns one stage over JetStream. Both go through the stages' own `spawn` functions, which
+//! take a [`Hops`], the shared state and a [`Shutdown`], and add their workers to a
+//! [`Workers`] set.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::task::JoinSet;
+
+use crate::queue::Queue;
+use crate::settings::ProcessSettings;
+use crate::spec::CrawlSpec;
+use crate::state::State;
+use crate::{Discovered, Doc, FetchJob, Fetched};
+
+pub use crate::shutdown::{Shutdown, ShutdownTrigger, shutdown};
+
+/// A stage's failure, whatever its error type.
+pub type StageError = Box<dyn std::error::Error + Send + Sync>;
+pub type StageResult = Result<(), StageError>;
+
+/// The queues between the stages, in pipeline order.
+#[derive(Clone)]
+pub struct Hops {
+    /// Links, sitemap and feed URLs, seeds: into the frontier.
+    pub discovered: Arc<dyn Queue<Discovered>>,
+    /// Jobs of claimed hosts: into the fetchers.
+    pub fetch: Arc<dyn Queue<FetchJob>>,
+    /// Responses: into the extractors.
+    pub fetched: Arc<dyn Queue<Fetched>>,
+    /// Page records: into the indexer.
+    pub docs: Arc<dyn Queue<Doc>>,
+}
+
+/// The hop names and the stage that consumes each, in pipeline order.
+pub const HOPS: [(&str, &str); 4] = [
+    ("discovered", "frontier"),
+    ("fetch", "fetcher"),
+    ("fetched", "extractor"),
+    ("docs", "indexer"),
+];
+
+/// The tasks of one or more stages.
+#[derive(Default)]
+pub struct Workers {
+    set: JoinSet<StageResult>,
+}
+
+impl Workers {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn spawn<F, E>(&mut self, work: F)
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<StageError> + 'static,
+    {
+        self.set
+            .spawn(async move { work.await.map_err(Into::into) });
+    }
+
+    /// `n` copies of a worker, each made by `make`.
+    pub fn spawn_n<F, Fut, E>(&mut self, n: usize, mut make: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<StageError> + 'static,
+    {
+        for _ in 0..n {
+            self.spawn(make());
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// The next worker to end: `Err` when it failed or panicked; `None` when none is left.
+    pub async fn next(&mut self) -> Option<Result<(), String>> {
+        self.set.join_next().await.map(|r| match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) if e.is_panic() => Err(format!("worker panicked: {e}")),
+            Err(e) => Err(format!("worker cancelled: {e}")),
+        })
+    }
+
+    /// Waits for every worker. The first to fail (or panic) ends the set: the others are
+    /// stopped rather than left to run short-handed.
+    pub async fn join(&mut self) -> Result<(), String> {
+        let mut result = Ok(());
+        while let Some(r) = self.set.join_next().await {
+            let failed = match r {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) if e.is_panic() => Some(format!("worker panicked: {e}")),
+                Err(_) => None,
+            };
+            if let Some(e) = failed
+                && result.is_ok()
+            {
+                result = Err(e);
+                self.set.abort_all();
+            }
+        }
+        result
+    }
+
+    pub fn abort_all(&mut self) {
+        self.set.abort_all();
+    }
+}
+
+/// What a stage run as a service gets from its runtime: the crawl, this process's settings,
+/// the hops and state over the cluster's backends, the stop signal and a readiness flag.
+#[derive(Clone)]
+pub struct StageContext {
+    pub spec: CrawlSpec,
+    pub process: ProcessSettings,
+    pub hops: Hops,
+    pub state: Arc<dyn State>,
+    pub shutdown: Shutdown,
+    pub ready: Arc<AtomicBool>,
+    /// The largest message a hop carries, in bytes (`None`: no limit).
+    pub max_message_bytes: Option<usize>,
+}
+
+impl StageContext {
+    /// The stage is serving: `/readyz` answers 200.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,422 @@
+//! One definition of a crawl's settings, for every runtime.
+//!
+//! [`Settings`] is loaded in layers by the `trawl` command and by every service:
+//! [`Settings::default`], then a file (`TRAWL_CONFIG` or `--config`, JSON or TOML), then
+//! `TRAWL_*` environment variables, then (in the command line) flags. Each field has one
+//! default, here; clap's defaults are taken from the loaded layers (see
+//! [`Settings::flat`]), the cluster's crawl spec carries the [`CrawlSettings`] and
+//! [`IndexSettings`] sections, and each stage derives its own config from them.
+//!
+//! Field names are unique across the sections, so every field has one environment
+//! variable (`TRAWL_` + its name in capitals: `TRAWL_DELAY_MS`, `TRAWL_NATS_URL`) and a
+//! file may give it either flat (`{"delay_ms": 0}`) or in its section
+//! (`{"crawl": {"delay_ms": 0}}`).
+
+mod layers;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scope::ScopeKind;
+use crate::urlnorm::{DEFAULT_TRACKING_PARAMS, Normalizer};
+
+pub use layers::{SettingsError, flat_keys};
+
+#[cfg(feature = "cli")]
+use clap::ArgAction;
+
+/// The SimHash distance under which a page is a near-copy of one kept before.
+pub const DEFAULT_DEDUP_DISTANCE: u32 = 2;
+
+/// Everything a process of trawl is configured with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub crawl: CrawlSettings,
+    pub index: IndexSettings,
+    pub cluster: ClusterSettings,
+    pub process: ProcessSettings,
+}
+
+/// What a crawl does: scope, budgets, politeness, HTTP limits, WARC, dedup. The cluster's
+/// crawl spec carries this section, so every service of a crawl works with the same one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct CrawlSettings {
+    /// Stop after admitting this many URLs (0: no limit).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_pages: u64,
+    /// Follow links at most this deep (seeds are depth 0). High by default: documentation
+    /// sites often chain hundreds of pages through "next" links alone; spider traps have
+    /// their own defences.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_depth: u32,
+    /// Which URLs belong to the crawl: host, domain, prefix (the seed's path up to its last
+    /// `/`) or any.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub scope: ScopeKind,
+    /// Minimum milliseconds between the end of one request to a host and the next (a site's
+    /// larger Crawl-delay wins).
+    #[cfg_attr(feature = "cli", arg(long = "delay", value_name = "MS"))]
+    pub delay_ms: u64,
+    /// Requests in flight to one host.
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(1..)))]
+    pub concurrency_per_host: u32,
+    /// The User-Agent header; its first product token is matched against robots.txt.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub user_agent: Option<String>,
+    /// Allow requests to private, loopback and link-local addresses.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub allow_private: bool,
+    /// Most pages admitted per host (0: no limit); a spider-trap defence.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_pages_per_host: u64,
+    /// Most URLs waiting in the frontier; past it the lowest-priority ones are evicted.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_queued: usize,
+    /// Distinct query strings per path pattern before the rest are treated as a trap.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_query_variants: u64,
+    /// URLs longer than this are treated as traps.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_url_length: usize,
+    /// Seconds a whole request may take.
+    #[cfg_attr(feature = "cli", arg(long = "timeout", value_name = "S"))]
+    pub timeout_s: u64,
+    /// Seconds to wait for a connection.
+    #[cfg_attr(feature = "cli", arg(long = "connect-timeout", value_name = "S"))]
+    pub connect_timeout_s: u64,
+    /// Bytes read per response; the rest is cut off and the page marked.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_body_bytes: usize,
+    /// Bytes a compressed body may inflate to.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub max_decoded_bytes: usize,
+    /// Write WARC files (`--no-warc`: do not).
+    #[cfg_attr(feature = "cli", arg(long = "no-warc", action = ArgAction::SetFalse))]
+    pub warc: bool,
+    /// Start a new WARC file past this many bytes.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub warc_max_bytes: u64,
+    /// Extra query parameters to strip (a trailing `*` matches a prefix), besides the
+    /// built-in tracking parameters.
+    #[cfg_attr(feature = "cli", arg(long = "strip-param", value_name = "NAME"))]
+    pub strip_params: Vec<String>,
+    /// Detect near-duplicate pages (`--no-dedup`: keep every page, duplicates included).
+    #[cfg_attr(feature = "cli", arg(long = "no-dedup", action = ArgAction::SetFalse))]
+    pub dedup: bool,
+    /// Pages whose text SimHash is within this Hamming distance of a page already kept are
+    /// near-duplicates (recorded with `duplicate_of`, not indexed again). At most 3: the band
+    /// index finds every match up to 3.
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(0..=3)))]
+    pub dedup_distance: u32,
+    /// A line (paragraph) seen on this many earlier pages of a host is that host's
+    /// boilerplate and is dropped from later pages before fingerprinting (0, the default:
+    /// keep all). Off by default: pages fingerprinted before a line is known keep it, so a
+    /// page and its later copy can end up with different texts.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub boilerplate_min_pages: u32,
+}
+
+impl Default for CrawlSettings {
+    fn default() -> Self {
+        CrawlSettings {
+            max_pages: 0,
+            max_depth: 1000,
+            scope: ScopeKind::Host,
+            delay_ms: 500,
+            concurrency_per_host: 1,
+            user_agent: None,
+            allow_private: false,
+            max_pages_per_host: 0,
+            max_queued: 1_000_000,
+            max_query_variants: 1000,
+            max_url_length: 2048,
+            timeout_s: 30,
+            connect_timeout_s: 10,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_decoded_bytes: 50 * 1024 * 1024,
+            warc: true,
+            warc_max_bytes: 1024 * 1024 * 1024,
+            strip_params: Vec::new(),
+            dedup: true,
+            dedup_distance: DEFAULT_DEDUP_DISTANCE,
+            boilerplate_min_pages: 0,
+        }
+    }
+}
+
+/// The `User-Agent` trawl sends when none is configured.
+pub fn default_user_agent() -> String {
+    format!(
+        "trawl/{} (+https://github.com/trawl-rs/trawl)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The robots.txt product token of a User-Agent: its first word, without version
+/// (`MyBot/2.1 (+http://x)` -> `MyBot`); `trawl` when the agent has none.
+pub fn robots_token(user_agent: &str) -> String {
+    user_agent
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.split('/').next())
+        .filter(|t| !t.is_empty())
+        .unwrap_or("trawl")
+        .to_string()
+}
+
+impl CrawlSettings {
+    /// The `User-Agent` header of the crawl.
+    pub fn user_agent(&self) -> String {
+        self.user_agent
+            .clone()
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(default_user_agent)
+    }
+
+    /// The product token matched against robots.txt groups.
+    pub fn robots_agent(&self) -> String {
+        robots_token(&self.user_agent())
+    }
+
+    /// The URL normalizer: the built-in tracking parameters and `strip_params`.
+    pub fn normalizer(&self) -> Normalizer {
+        Normalizer::new(
+            DEFAULT_TRACKING_PARAMS
+                .iter()
+                .copied()
+                .chain(self.strip_params.iter().map(String::as_str)),
+        )
+    }
+
+    /// The SimHash distance of the page gate, `None` when dedup is off.
+    pub fn dedup_distance(&self) -> Option<u32> {
+        self.dedup.then_some(self.dedup_distance)
+    }
+
+    /// Values no runtime can work with.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if self.concurrency_per_host == 0 {
+            return Err(SettingsError::Invalid(
+                "concurrency_per_host must be at least 1".into(),
+            ));
+        }
+        if self.dedup_distance > 3 {
+            return Err(SettingsError::Invalid(
+                "dedup_distance must be at most 3".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How pages are chunked, embedded and deduplicated in the index. Carried by the crawl
+/// spec, so every indexer replica cuts and embeds the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct IndexSettings {
+    /// Word pieces per chunk, heading context included (the model reads 256, 2 of them
+    /// its own markers).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(16..=254)))]
+    pub chunk_tokens: u32,
+    /// Word pieces repeated between consecutive chunks of a section.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub chunk_overlap: u32,
+    /// Chunks per forward pass of the model.
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(1..=4096)))]
+    pub embed_batch: u32,
+    /// Rows in the index before a vector index (IVF-PQ) is built; below, search is flat
+    /// (exact).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub vector_index_min_rows: usize,
+    /// Store a chunk whose text is already indexed from another page (exactly or within
+    /// this SimHash distance) once, as an alias of the first (0..=3).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(0..=3)))]
+    pub chunk_dedup_distance: u32,
+    /// Store chunks repeated across pages once (`--no-chunk-dedup`: store every copy).
+    #[cfg_attr(feature = "cli", arg(long = "no-chunk-dedup", action = ArgAction::SetFalse))]
+    pub chunk_dedup: bool,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        IndexSettings {
+            chunk_tokens: 254,
+            chunk_overlap: 32,
+            embed_batch: 32,
+            vector_index_min_rows: 50_000,
+            chunk_dedup_distance: 2,
+            chunk_dedup: true,
+        }
+    }
+}
+
+/// Where the cluster's backends are and how its queues behave. Shared by the services and
+/// the `trawl submit`/`status`/`dlq` commands, so both reach the same (secured) servers.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct ClusterSettings {
+    /// The NATS server (JetStream enabled).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub nats_url: String,
+    /// NATS user (with `nats_password`).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub nats_user: Option<String>,
+    /// NATS password; better given as `TRAWL_NATS_PASSWORD` than on the command line.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub nats_password: Option<String>,
+    /// NATS token; better given as `TRAWL_NATS_TOKEN`.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub nats_token: Option<String>,
+    /// The Redis server; credentials go in the URL (`redis://user:password@host:6379`).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub redis_url: String,
+    /// Subject and stream prefix of the hops.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub queue_prefix: String,
+    /// Deliveries of a message before it is dead-lettered.
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().max_deliver))]
+    pub max_deliver: i64,
+    /// Seconds a delivery may stay unacknowledged before the server redelivers it.
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().ack_wait_s))]
+    pub ack_wait_s: u64,
+    /// A host slot claimed and never released (its holder died) frees itself after this,
+    /// and its job goes back in the queue. Longer than a fetch can take.
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().claim_ttl_s))]
+    pub claim_ttl_s: u64,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            nats_url: "nats://127.0.0.1:4222".into(),
+            nats_user: None,
+            nats_password: None,
+            nats_token: None,
+            redis_url: "redis://127.0.0.1:6379".into(),
+            queue_prefix: "trawl".into(),
+            max_deliver: 5,
+            ack_wait_s: 120,
+            claim_ttl_s: 600,
+        }
+    }
+}
+
+/// Credentials stay out of logs and error messages.
+impl std::fmt::Debug for ClusterSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |o: &Option<String>| o.as_ref().map(|_| "<hidden>");
+        f.debug_struct("ClusterSettings")
+            .field("nats_url", &redact_url(&self.nats_url))
+            .field("nats_user", &self.nats_user)
+            .field("nats_password", &hidden(&self.nats_password))
+            .field("nats_token", &hidden(&self.nats_token))
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("queue_prefix", &self.queue_prefix)
+            .field("max_deliver", &self.max_deliver)
+            .field("ack_wait_s", &self.ack_wait_s)
+            .field("claim_ttl_s", &self.claim_ttl_s)
+            .finish()
+    }
+}
+
+/// A server URL without its password, for logs and errors.
+pub fn redact_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => raw.to_string(),
+    }
+}
+
+/// What one process does: its crawl, workers, outputs, model and endpoints. Not part of
+/// the crawl spec: each service replica has its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProcessSettings {
+    /// The crawl's id: `trawl submit --crawl` and the services' `TRAWL_CRAWL`.
+    pub crawl: String,
+    /// Workers in this process: fetch requests in flight (the fetcher, `trawl crawl`),
+    /// extraction tasks (the extractor service).
+    pub concurrency: usize,
+    /// Output directory: the crawl's `pages.jsonl`, `warc/`, `report.json`, `index/`.
+    pub out: PathBuf,
+    /// The LanceDB index. `trawl crawl`: `OUT/index` when unset; the indexer service:
+    /// no index (JSON Lines only) when unset.
+    pub index_uri: Option<String>,
+    /// The embedding model's directory; unset: the cache `scripts/fetch-model.sh` fills.
+    pub model_dir: Option<PathBuf>,
+    /// Embed chunks (needs the model); false builds a full-text index only.
+    pub embed: bool,
+    /// Where a service serves `/healthz`, `/readyz` and `/metrics`.
+    pub metrics_addr: String,
+    /// The replica's name in its output file names; unset: `HOSTNAME`, else the stage.
+    pub instance: Option<String>,
+}
+
+impl Default for ProcessSettings {
+    fn default() -> Self {
+        ProcessSettings {
+            crawl: "default".into(),
+            concurrency: 16,
+            out: PathBuf::from("./trawl-out"),
+            index_uri: None,
+            model_dir: None,
+            embed: true,
+            metrics_addr: "0.0.0.0:9100".into(),
+            instance: None,
+        }
+    }
+}
+
+impl ProcessSettings {
+    /// This replica's name: `instance`, else the host name (a pod's name), else `stage`.
+    pub fn instance_name(&self, stage: &str) -> String {
+        self.instance
+            .clone()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| stage.to_string())
+    }
+}
+
+impl Settings {
+    /// Defaults, then the file named by `file` or `TRAWL_CONFIG`, then `TRAWL_*` variables.
+    pub fn load(file: Option<&std::path::Path>) -> Result<Settings, SettingsError> {
+        layers::load(file, |k| std::env::var(k).ok())
+    }
+
+    /// The same layers with the environment given as a lookup (for tests and tools).
+    pub fn load_with(
+        file: Option<&std::path::Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        layers::load(file, env)
+    }
+
+    /// Every scalar and list field by its (unique) name, as the strings a flag would take:
+    /// the defaults clap shows and parses when a flag is not given.
+    pub fn flat(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        layers::flat(self)
+    }
+
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        self.crawl.validate()?;
+        if self.process.concurrency == 0 {
+            return Err(SettingsError::Invalid(
+                "concurrency must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,51 @@
+//! A crawl as every stage of it sees it: its id, start URLs and settings. The embedded
+//! runtime builds one from the command line; in the cluster `trawl submit` stores it in
+//! Redis and every service reads it from there.
+
+use serde::{Deserialize, Serialize};
+
+use crate::settings::{CrawlSettings, IndexSettings};
+use crate::{Discovered, DiscoveredUrl, MESSAGE_VERSION, UrlKind};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrawlSpec {
+    pub crawl: String,
+    /// Start URLs (normalized) and what they are.
+    pub start: Vec<(String, UrlKind)>,
+    pub settings: CrawlSettings,
+    pub index: IndexSettings,
+}
+
+impl CrawlSpec {
+    pub fn normalizer(&self) -> crate::urlnorm::Normalizer {
+        self.settings.normalizer()
+    }
+
+    /// The start URLs as the crawl's first batch for the frontier (depth 0).
+    pub fn seeds_message(&self) -> Discovered {
+        Discovered {
+            v: MESSAGE_VERSION,
+            crawl: self.crawl.clone(),
+            source: None,
+            urls: self
+                .start
+                .iter()
+                .map(|(url, kind)| DiscoveredUrl {
+                    url: url.clone(),
+                    depth: 0,
+                    kind: *kind,
+                })
+                .collect(),
+        }
+    }
+
+    /// The crawl's scope, derived from its start URLs.
+    pub fn scope(&self) -> crate::scope::Scope {
+        let seeds: Vec<url::Url> = self
+            .start
+            .iter()
+            .filter_map(|(u, _)| url::Url::parse(u).ok())
+            .collect();
+        crate::scope::Scope::new(self.settings.scope, &seeds)
+    }
+}

@@ -1,0 +1,263 @@
+//! Regression fixtures: one hand-written page per page type (written for these tests, in the
+//! shape real sites use), each with passages that must be kept and chrome that must not,
+//! plus metadata and Markdown checks.
+
+use trawl_extract::content::{Content, Options, PageType, extract};
+use url::Url;
+
+fn page(name: &str, url: &str) -> Content {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let html = std::fs::read_to_string(&path).expect("fixture");
+    let url = Url::parse(url).expect("url");
+    extract(
+        &html,
+        Some(&url),
+        Options {
+            markdown: true,
+            markdown_links: false,
+            links: true,
+        },
+    )
+}
+
+#[track_caller]
+fn check(c: &Content, kept: &[&str], dropped: &[&str]) {
+    for k in kept {
+        assert!(c.text.contains(k), "missing {k:?} in:\n{}", c.text);
+    }
+    for d in dropped {
+        assert!(!c.text.contains(d), "kept chrome {d:?} in:\n{}", c.text);
+    }
+}
+
+#[test]
+fn article_keeps_the_story_and_drops_the_frame() {
+    let c = page(
+        "article.html",
+        "https://gazette.example/news/2025/harbour-seals-return?utm=x",
+    );
+    check(
+        &c,
+        &[
+            "Counts of harbour seals on the Wend estuary have doubled since 2019",
+            "Pups born on the mudflats",
+            "We never expected to see pups this far in.",
+            "Report injured animals to the marine rescue line.",
+            "stay at least 100 metres from seals",
+        ],
+        &[
+            "We use cookies",
+            "Sport",
+            "Share on Facebook",
+            "Advertisement",
+            "Cheap flights",
+            "Seals hauled out on the north sandbank",
+            "Otters spotted on the river",
+            "Wonderful news",
+            "Leave a reply",
+            "morning briefing",
+            "Council approves",
+            "All rights reserved",
+            "Conservation",
+            "By Mara",
+        ],
+    );
+    // The headline is the title, not part of the text.
+    assert!(!c.text.starts_with("Harbour seals return"), "{}", c.text);
+    assert_eq!(
+        c.title.as_deref(),
+        Some("Harbour seals return to the estuary")
+    );
+    assert_eq!(c.kind, Some(PageType::Article));
+    let m = &c.meta;
+    assert_eq!(m.author.as_deref(), Some("Mara Oyelaran"));
+    assert_eq!(m.published.as_deref(), Some("2025-03-14T08:30:00Z"));
+    assert_eq!(m.modified.as_deref(), Some("2025-03-15T10:00:00Z"));
+    assert_eq!(m.language.as_deref(), Some("en-GB"));
+    assert_eq!(m.site_name.as_deref(), Some("The Coastal Gazette"));
+    assert_eq!(m.jsonld_type.as_deref(), Some("NewsArticle"));
+    assert_eq!(
+        m.description.as_deref(),
+        Some("Counts of harbour seals on the Wend estuary have doubled since 2019.")
+    );
+    assert_eq!(
+        m.canonical.as_deref(),
+        Some("https://gazette.example/news/2025/harbour-seals-return")
+    );
+    let links = c.links.expect("links");
+    assert_eq!(
+        links.feeds,
+        vec!["https://gazette.example/feeds/news.xml".to_string()]
+    );
+    assert!(
+        links
+            .links
+            .contains(&"https://gazette.example/news/otters".to_string())
+    );
+    // Markdown keeps the structure.
+    let md = c.markdown.expect("markdown");
+    assert!(md.contains("\n## Pups born on the mudflats\n"), "{md}");
+    assert!(md.contains("> “We never expected"), "{md}");
+    assert!(
+        md.contains("- Keep at least 100 metres away from resting seals."),
+        "{md}"
+    );
+}
+
+#[test]
+fn forum_keeps_every_post() {
+    let c = page(
+        "forum.html",
+        "https://bread.example/t/sourdough-starter-smells-like-nail-polish-remover/4411",
+    );
+    assert_eq!(c.kind, Some(PageType::Forum));
+    check(
+        &c,
+        &[
+            "suddenly smells sharply of acetone",
+            "producing ethyl acetate",
+            "1:5:5",
+            "a little wholemeal rye",
+            "smells like yoghurt again",
+        ],
+        &[
+            "Log In",
+            "Sign Up",
+            "Suggested topics",
+            "Banneton",
+            "Terms of Service",
+        ],
+    );
+    assert_eq!(c.meta.author.as_deref(), Some("crumbshot"));
+    assert_eq!(
+        c.meta.jsonld_type.as_deref(),
+        Some("DiscussionForumPosting")
+    );
+}
+
+#[test]
+fn product_keeps_description_features_and_specs() {
+    let c = page(
+        "product.html",
+        "https://fernhill.example/products/trailhead-28l",
+    );
+    check(
+        &c,
+        &[
+            "ventilated mesh back panel keeps air moving",
+            "opens fully like a suitcase",
+            "Hydration sleeve fits a 3-litre reservoir",
+            "28 litres",
+            "210D recycled ripstop nylon",
+        ],
+        &[
+            "Free shipping on orders",
+            "Cart (0)",
+            "Add to cart",
+            "Summit 40L Pack",
+            "early access to sales",
+            "Returns",
+        ],
+    );
+    assert_eq!(c.meta.jsonld_type.as_deref(), Some("Product"));
+    let md = c.markdown.expect("markdown");
+    assert!(md.contains("| Volume | 28 litres |"), "{md}");
+    assert!(md.contains("|---|---|"), "{md}");
+}
+
+#[test]
+fn documentation_keeps_code_tables_and_notes() {
+    let c = page(
+        "documentation.html",
+        "https://tidepool.example/guide/retries.html",
+    );
+    check(
+        &c,
+        &[
+            "retries a failed request three times",
+            "# five attempts, doubling the wait from 200 ms",
+            "pool = Pool(retry=Retry(attempts=5, backoff=0.2))",
+            "How many times a request is tried in all.",
+            "are never retried unless you pass retry_unsafe=True",
+            "which bound each attempt",
+        ],
+        &[
+            "Table of contents",
+            "Quickstart",
+            "Created using Sphinx",
+            "tidepool 2.3 »",
+        ],
+    );
+    let md = c.markdown.expect("markdown");
+    // The code block keeps its lines and its language.
+    assert!(
+        md.contains("```python\nfrom tidepool import Pool, Retry\n\n# five attempts"),
+        "{md}"
+    );
+    assert!(md.contains("`Pool`"), "{md}");
+    // The heading's permalink marker is not part of it.
+    assert!(md.contains("\n## Parameters\n"), "{md}");
+    assert!(md.contains("| `attempts` | 3 | How many times"), "{md}");
+}
+
+#[test]
+fn listing_keeps_the_items_and_drops_the_filters() {
+    let c = page("listing.html", "https://whatson.example/events");
+    check(
+        &c,
+        &[
+            "46 events in Harbourtown",
+            "Lantern Parade",
+            "Brass Band Spring Concert",
+            "St Anne's Hall",
+            "Maritime Museum Late Opening",
+        ],
+        &[
+            "Theatre (9)",
+            "This weekend",
+            "Submit an event",
+            "Next page",
+            "Contact",
+        ],
+    );
+}
+
+#[test]
+fn collection_keeps_the_items_and_the_copy() {
+    let c = page(
+        "collection.html",
+        "https://slowmorning.example/collections/linen-bedding",
+    );
+    check(
+        &c,
+        &[
+            "woven from European flax",
+            "Linen Sheet Set",
+            "coconut-shell buttons",
+            "Waffle Linen Throw",
+            "There is no need to iron",
+        ],
+        &[
+            "Spring sale",
+            "Price, low to high",
+            "Sign up for 10%",
+            "Account",
+        ],
+    );
+}
+
+#[test]
+fn service_page_built_from_widgets_keeps_its_copy() {
+    let c = page("service.html", "https://ledgerlight.example/");
+    check(
+        &c,
+        &[
+            "We reconcile your accounts every month",
+            "Monthly bookkeeping",
+            "pension contributions and filings",
+            "no surprises in January",
+            "expenses we had never claimed",
+        ],
+        &["About us", "registered in England", "Cookie settings"],
+    );
+}

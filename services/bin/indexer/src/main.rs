@@ -1,0 +1,14 @@
+//! `trawl-indexer`: writes the crawl's page records (`TRAWL_OUT/pages-<replica>-<pid>.jsonl`,
+//! one file per replica), counts them in the crawl's shared report counters, and, with
+//! `TRAWL_INDEX_URI`, chunks, embeds and stores them in the LanceDB index there.
+
+// Large tensors are allocated and freed on every forward pass: mimalloc keeps the pages,
+// where glibc's malloc returns them to the kernel and faults them in again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    trawl_index::alloc::keep_freed_pages();
+    trawl_cluster::service::run("indexer", |ctx, _| trawl_indexer::serve(ctx)).await
+}

@@ -1,0 +1,67 @@
+//! The fetcher as one stage of a cluster crawl: its own WARC series, bodies sized to the
+//! hop's message limit, `concurrency` workers.
+
+use std::sync::Arc;
+
+use trawl_core::pipeline::{StageContext, StageResult, Workers};
+
+use crate::warcout::{WarcConfig, WarcWriterTask};
+use crate::{Fetcher, FetcherConfig};
+
+pub async fn serve(ctx: StageContext) -> StageResult {
+    let spec = &ctx.spec;
+    let mut cfg = FetcherConfig::from_settings(&spec.crawl, &spec.settings);
+    if let Some(max) = ctx.max_message_bytes {
+        // A fetched page travels as one message, base64 in JSON: bodies are capped so that
+        // it fits (a bigger page is kept cut, with the `body_too_large` error, as in an
+        // embedded crawl). Raise the server's `max_payload` to carry bigger pages.
+        let fits = (max * 3 / 4).saturating_sub(64 << 10);
+        if fits < cfg.max_decoded_bytes || fits < cfg.max_body_bytes {
+            tracing::info!("page bodies capped at {fits} bytes to fit a message of {max}");
+        }
+        cfg.cap_bodies(fits);
+    }
+    // One WARC series per replica: names carry the replica's name and process id.
+    let warc = if spec.settings.warc {
+        Some(
+            WarcWriterTask::start(WarcConfig {
+                dir: ctx.process.out.join("warc"),
+                prefix: format!(
+                    "trawl-{}-{}",
+                    ctx.process.instance_name("fetcher"),
+                    std::process::id()
+                ),
+                max_file_bytes: spec.settings.warc_max_bytes,
+            })
+            .map_err(|e| format!("WARC output: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let fetcher = Arc::new(Fetcher::new(
+        cfg,
+        ctx.state.clone(),
+        spec.scope(),
+        spec.normalizer(),
+        warc.as_ref().map(|w| w.handle()),
+    )?);
+    ctx.set_ready();
+    let mut workers = Workers::new();
+    crate::worker::spawn(
+        &mut workers,
+        ctx.process.concurrency,
+        &fetcher,
+        &ctx.hops,
+        &ctx.shutdown,
+    );
+    let result = workers.join().await;
+    drop(fetcher);
+    if let Some(w) = warc {
+        // Flushing the WARC writer blocks: off the async threads.
+        tokio::task::spawn_blocking(move || w.finish())
+            .await
+            .map_err(|e| format!("WARC output: {e}"))?
+            .map_err(|e| format!("WARC output: {e}"))?;
+    }
+    Ok(result?)
+}
