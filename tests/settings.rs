@@ -72,6 +72,24 @@ fn layers_give_the_flags_their_defaults() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("TRAWL_DELAY_MS"), "{}", stderr(&bad));
+    // ... but only for the commands whose flags are settings.
+    let version = trawl()
+        .arg("--version")
+        .env("TRAWL_DELAY_MS", "soon")
+        .output()
+        .unwrap();
+    assert!(version.status.success(), "{}", stderr(&version));
+    let export = trawl()
+        .args(["export", "--from", "/nonexistent"])
+        .env("TRAWL_OUT", "/tmp")
+        .output()
+        .unwrap();
+    assert!(!export.status.success());
+    assert!(
+        stderr(&export).contains("--out"),
+        "export's --out is its own, required flag: {}",
+        stderr(&export)
+    );
     std::fs::write(&file, r#"{"delay": 5}"#).unwrap();
     let bad = trawl()
         .args(["crawl", "http://127.0.0.1:1/", "--config"])
@@ -83,6 +101,23 @@ fn layers_give_the_flags_their_defaults() {
     assert!(
         err.contains("trawl.json") && err.contains("unknown setting \"delay\""),
         "{err}"
+    );
+}
+
+#[test]
+fn secrets_in_the_layers_are_used_but_not_shown() {
+    let help = trawl()
+        .args(["submit", "--help"])
+        .env("TRAWL_NATS_PASSWORD", "hunter2-pass")
+        .env("TRAWL_REDIS_URL", "redis://u:sesame-pass@127.0.0.1:6379")
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{}", stderr(&help));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--nats-password"), "{text}");
+    assert!(
+        !text.contains("hunter2-pass") && !text.contains("sesame-pass"),
+        "{text}"
     );
 }
 

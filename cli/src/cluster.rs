@@ -147,8 +147,10 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
     args.refused.check()?;
     if args.settings.boilerplate_min_pages > 0 {
         bail!(
-            "--boilerplate-min-pages has no meaning for a crawl on the cluster: it needs every \
-             page of a host to pass one extractor, and the cluster's extractors each see part"
+            "--boilerplate-min-pages (boilerplate_min_pages: {} from the flag, file or \
+             environment) has no meaning for a crawl on the cluster: it needs every page of a \
+             host to pass one extractor, and the cluster's extractors each see part",
+            args.settings.boilerplate_min_pages
         );
     }
     args.settings.validate()?;
@@ -167,16 +169,20 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
     let put = |replace| trawl_cluster::spec::put(&c.redis_url, &spec, replace);
     if !put(args.replace).await.map_err(anyhow::Error::msg)? {
-        // A crawl with this id exists: a finished one starts again with the new spec, a
-        // running one keeps its own unless --replace says so.
+        // A crawl with this id exists. A running one keeps its spec unless --replace says
+        // so; a drained one takes the new spec and seeds (its seen-set stays: only URLs it
+        // has not crawled yet are fetched).
         let s = status(c, &args.crawl).await?;
         if !s.drained {
             bail!(
-                "crawl {:?} is running ({} URLs queued, {} messages pending): wait for it, \
-                 submit under another --crawl id, or give --replace",
+                "crawl {:?} is running ({} URLs queued for it, {} host slots held, {} messages \
+                 pending on the hops of {:?}): wait for it, submit under another --crawl id, or \
+                 give --replace",
                 args.crawl,
                 s.queued_urls,
-                s.pending.values().sum::<u64>()
+                s.host_claims,
+                s.pending.values().sum::<u64>(),
+                c.queue_prefix
             );
         }
         put(true).await.map_err(anyhow::Error::msg)?;

@@ -42,13 +42,15 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     let started_at = chrono::Utc::now();
     let plan = Plan::new(&opts, &started_at)?;
     let mut p = Pipeline::spawn(&opts, &plan).await?;
-    let stop = supervise(&mut p, &opts, started).await;
+    let progress = Progress::new(&opts.progress);
+    let stop = supervise(&mut p, &progress, started).await;
     let interrupted = matches!(stop, Stop::Interrupted);
     let mut failure = match stop {
         Stop::Failed(e) => Some(e),
         _ => None,
     };
-    let (index, warc_files) = p.drain(interrupted, &mut failure).await;
+    let (index, warc_files) = p.drain(interrupted, &mut failure, &progress, started).await;
+    progress.finish();
     let counters = Counters::from_map(&p.state.counters().await?);
     let mut report = CrawlReport::build(
         &plan.spec.crawl,
@@ -196,14 +198,9 @@ impl Pipeline {
                     .with_context(|| format!("removing old {}", f.display()))?;
             }
         }
-        let warc = match s.warc {
-            true => Some(WarcWriterTask::start(WarcConfig {
-                dir: plan.warc_dir.clone(),
-                prefix: "trawl".into(),
-                max_file_bytes: s.warc_max_bytes,
-            })?),
-            false => None,
-        };
+        let warc = WarcConfig::for_crawl(s, plan.warc_dir.clone(), "trawl".into())
+            .map(WarcWriterTask::start)
+            .transpose()?;
         let sink = Arc::new(Mutex::new(JsonlSink::create(&plan.pages)?));
 
         let tracker = WorkTracker::default();
@@ -237,15 +234,14 @@ impl Pipeline {
         let extractors = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .max(2);
-        let cfg = extractor_config(s);
+        // One in-memory gate for all extractors; a page whose extraction keeps failing is
+        // written after 3 tries.
+        let gate = s
+            .dedup_distance()
+            .map(|d| Arc::new(trawl_dedup::MemoryGate::new(d)) as _);
+        let cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
         trawl_extractor::spawn(&mut output, extractors, &cfg, &hops, &output_rx);
-        output.spawn(trawl_indexer::run_worker(
-            hops.docs.clone(),
-            sink.clone(),
-            state.clone(),
-            index_tx,
-            output_rx,
-        ));
+        trawl_indexer::spawn(&mut output, &sink, &state, index_tx, &hops, &output_rx);
         Ok(Pipeline {
             tracker,
             state,
@@ -279,6 +275,8 @@ impl Pipeline {
         &mut self,
         interrupted: bool,
         failure: &mut Option<anyhow::Error>,
+        progress: &Progress,
+        started: Instant,
     ) -> (Option<IndexStats>, Vec<PathBuf>) {
         self.intake_stop.trigger();
         if interrupted {
@@ -293,6 +291,7 @@ impl Pipeline {
                     }
                 }
                 while self.queues.pages_in_output().await > 0 {
+                    self.show(progress, started).await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             };
@@ -358,27 +357,6 @@ fn keep_first(failure: &mut Option<anyhow::Error>, e: anyhow::Error) {
     }
 }
 
-/// The embedded extractors share one in-memory gate and, when asked, one view of each
-/// host's boilerplate; a page whose extraction keeps failing is written after 3 tries.
-fn extractor_config(s: &trawl_core::settings::CrawlSettings) -> trawl_extractor::ExtractorConfig {
-    trawl_extractor::ExtractorConfig {
-        dedup: trawl_extractor::DedupStage {
-            gate: s
-                .dedup_distance()
-                .map(|d| Arc::new(trawl_dedup::MemoryGate::new(d)) as _),
-            boilerplate: (s.boilerplate_min_pages > 0).then(|| {
-                Arc::new(trawl_dedup::HostLines::new(
-                    trawl_dedup::BoilerplateConfig {
-                        min_pages: s.boilerplate_min_pages,
-                        ..Default::default()
-                    },
-                ))
-            }),
-        },
-        give_up_after: Some(3),
-    }
-}
-
 /// Why the supervision ended.
 enum Stop {
     /// Every unit of work is done.
@@ -390,25 +368,22 @@ enum Stop {
 }
 
 /// Shows progress until the crawl has no work left, is interrupted or a stage fails.
-async fn supervise(p: &mut Pipeline, opts: &CrawlOptions, started: Instant) -> Stop {
-    let progress = Progress::new(&opts.progress);
+async fn supervise(p: &mut Pipeline, progress: &Progress, started: Instant) -> Stop {
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let stop = loop {
+    loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut ctrl_c => break Stop::Interrupted,
             Some(r) = p.intake.next() => break Stop::Failed(early_exit(r)),
             Some(r) = p.output.next() => break Stop::Failed(early_exit(r)),
         }
-        p.show(&progress, started).await;
+        p.show(progress, started).await;
         if p.tracker.outstanding() <= 0 {
             break Stop::Done;
         }
-    };
-    progress.finish();
-    stop
+    }
 }
 
 /// A stage task only returns before the stop on an internal failure.

@@ -51,10 +51,12 @@ pub struct IndexArgs {
 impl IndexArgs {
     /// The settings for an index at `dir`.
     pub fn options(&self, dir: &Path) -> IndexOptions {
-        let mut o = IndexOptions::from_settings(dir.to_string_lossy().to_string(), &self.index);
-        o.embed = self.embed;
-        o.model_dir = self.model_dir.clone();
-        o
+        IndexOptions::for_process(
+            dir.to_string_lossy().to_string(),
+            &self.index,
+            self.embed,
+            self.model_dir.clone(),
+        )
     }
 }
 

@@ -25,8 +25,13 @@ struct Cli {
     command: Command,
 }
 
+/// The commands whose flags are settings (the others, `extract`, `ingest` and `export`,
+/// have flags of their own that only look alike).
+const SETTINGS_COMMANDS: [&str; 6] = ["crawl", "submit", "status", "dlq", "index", "search"];
+
 /// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
-/// flag of a setting defaults to the value those layers give it.
+/// flag of a setting defaults to the value those layers give it. Layers that cannot be
+/// read fail the commands that use them, not `--help`, `--version` or the others.
 fn parse() -> Result<Cli, String> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The file is a layer under the flags, so it is read before they are parsed.
@@ -41,9 +46,24 @@ fn parse() -> Result<Cli, String> {
                 .map(std::path::PathBuf::from)
                 .next()
         });
-    let settings =
-        trawl_core::settings::Settings::load(file.as_deref()).map_err(|e| e.to_string())?;
-    let matches = trawl::options::with_defaults(Cli::command(), &settings).get_matches_from(args);
+    let (settings, unreadable) = match trawl_core::settings::Settings::load(file.as_deref()) {
+        Ok(s) => (s, None),
+        Err(e) => (
+            trawl_core::settings::Settings::default(),
+            Some(e.to_string()),
+        ),
+    };
+    let mut cmd = Cli::command();
+    for name in SETTINGS_COMMANDS {
+        let settings = settings.clone();
+        cmd = cmd.mut_subcommand(name, move |s| trawl::options::with_defaults(s, &settings));
+    }
+    let matches = cmd.get_matches_from(args);
+    if let (Some(e), Some((name, _))) = (unreadable, matches.subcommand())
+        && SETTINGS_COMMANDS.contains(&name)
+    {
+        return Err(e);
+    }
     Cli::from_arg_matches(&matches).map_err(|e| e.to_string())
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, FromArgMatches};
 use trawl_core::UrlKind;
-use trawl_core::settings::{CrawlSettings, Settings};
+use trawl_core::settings::{CrawlSettings, Settings, redact_url};
 use trawl_core::urlnorm::Normalizer;
 use url::Url;
 
@@ -112,6 +112,7 @@ impl CrawlOptions {
 
 /// `cmd` (and its subcommands) with each flag whose id is a settings field defaulting to
 /// that field's value in `settings`: the defaults `--help` shows are the ones in force.
+/// Secrets are used but not shown.
 pub fn with_defaults(mut cmd: clap::Command, settings: &Settings) -> clap::Command {
     let flat = settings.flat();
     let ids: Vec<String> = cmd
@@ -120,9 +121,15 @@ pub fn with_defaults(mut cmd: clap::Command, settings: &Settings) -> clap::Comma
         .collect();
     for id in ids {
         if let Some(values) = flat.get(&id).filter(|v| !v.is_empty()) {
+            let secret = matches!(id.as_str(), "nats_password" | "nats_token")
+                || values.iter().any(|v| redact_url(v) != *v);
             let values = values.clone();
             // The derive marks every flag without a default in its attributes required.
-            cmd = cmd.mut_arg(id, move |a| a.default_values(values).required(false));
+            cmd = cmd.mut_arg(id, move |a| {
+                a.default_values(values)
+                    .required(false)
+                    .hide_default_value(secret)
+            });
         }
     }
     let subs: Vec<String> = cmd

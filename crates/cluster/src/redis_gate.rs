@@ -12,6 +12,8 @@
 //! - `ids:{top 17 bits of the fingerprint}` field fingerprint: the page id.
 
 use async_trait::async_trait;
+
+use crate::redis_conn::Within;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
@@ -141,7 +143,11 @@ impl Gate for RedisGate {
             inv.arg(v & 127);
         }
         let mut conn = self.conn.clone();
-        let (of, distance): (String, i64) = inv.invoke_async(&mut conn).await.map_err(redis_err)?;
+        let (of, distance): (String, i64) = inv
+            .invoke_async(&mut conn)
+            .within()
+            .await
+            .map_err(redis_err)?;
         match distance {
             -1 => Ok(GateVerdict::Kept),
             d if d >= 0 => Ok(unless_self(

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use trawl_core::counters::Counters;
 use trawl_core::pipeline::{HOPS, Hops, Shutdown, StageContext, StageResult};
+use trawl_core::queue::Unconnected;
 use trawl_core::settings::{ClusterSettings, Settings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_dedup::Gate;
@@ -48,13 +49,28 @@ pub async fn queue<M>(
         .map_err(|e| e.to_string())
 }
 
-/// The four hops over JetStream.
-pub async fn hops(client: &async_nats::Client, c: &ClusterSettings) -> Result<Hops, String> {
+/// The hops `stage` uses over JetStream; the others are [`Unconnected`], so a process
+/// creates (and watches the dead letters of) only the streams it works with.
+pub async fn hops(
+    client: &async_nats::Client,
+    c: &ClusterSettings,
+    stage: &str,
+) -> Result<Hops, String> {
+    let used = trawl_core::pipeline::hops_of(stage);
+    macro_rules! hop {
+        ($name:literal) => {
+            if used.contains(&$name) {
+                queue(client, c, $name).await? as _
+            } else {
+                Arc::new(Unconnected($name)) as _
+            }
+        };
+    }
     Ok(Hops {
-        discovered: queue(client, c, "discovered").await?,
-        fetch: queue(client, c, "fetch").await?,
-        fetched: queue(client, c, "fetched").await?,
-        docs: queue(client, c, "docs").await?,
+        discovered: hop!("discovered"),
+        fetch: hop!("fetch"),
+        fetched: hop!("fetched"),
+        docs: hop!("docs"),
     })
 }
 
@@ -280,7 +296,7 @@ where
         tracing::info!(crawl = %spec.crawl, stage = name, "running");
         let mut pause = Duration::from_millis(500);
         loop {
-            let r = match hops(&client, c).await {
+            let r = match hops(&client, c, name).await {
                 Ok(hops) => {
                     let ctx = StageContext {
                         spec: spec.clone(),

@@ -40,6 +40,13 @@ pub async fn get(redis_url: &str, crawl: &str) -> Result<Option<CrawlSpec>, Stri
         .within()
         .await
         .map_err(|e| e.to_string())?;
-    v.map(|s| serde_json::from_str(&s).map_err(|e| format!("crawl spec of {crawl}: {e}")))
-        .transpose()
+    v.map(|s| {
+        serde_json::from_str(&s).map_err(|e| {
+            format!(
+                "crawl spec of {crawl}: {e} (stored by another version of `trawl submit`? \
+                 submit the crawl again with --replace, or under a new --crawl id)"
+            )
+        })
+    })
+    .transpose()
 }

@@ -44,6 +44,17 @@ pub const HOPS: [(&str, &str); 4] = [
     ("docs", "indexer"),
 ];
 
+/// The hops each stage uses (consumes or publishes to).
+pub fn hops_of(stage: &str) -> &'static [&'static str] {
+    match stage {
+        "frontier" => &["discovered", "fetch"],
+        "fetcher" => &["fetch", "fetched", "discovered"],
+        "extractor" => &["fetched", "docs", "discovered"],
+        "indexer" => &["docs"],
+        _ => &["discovered", "fetch", "fetched", "docs"],
+    }
+}
+
 /// The tasks of one or more stages.
 #[derive(Default)]
 pub struct Workers {

@@ -221,6 +221,41 @@ impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
     }
 }
 
+/// A hop this process does not use: every call fails. A service connects only the hops
+/// of its stage, and a stage that reached for another would be a wiring mistake.
+pub struct Unconnected(pub &'static str);
+
+impl Unconnected {
+    fn refuse<T>(&self) -> CoreResult<T> {
+        Err(CoreError::Backend(format!(
+            "the {} hop is not connected in this process",
+            self.0
+        )))
+    }
+}
+
+#[async_trait]
+impl<M: Send + 'static> Queue<M> for Unconnected {
+    async fn publish(&self, _msg: M) -> CoreResult<()> {
+        self.refuse()
+    }
+    async fn pull(&self, _max: usize, _wait: Duration) -> CoreResult<Vec<Delivery<M>>> {
+        self.refuse()
+    }
+    async fn ack(&self, _id: u64) -> CoreResult<()> {
+        self.refuse()
+    }
+    async fn nak(&self, _id: u64, _delay: Duration) -> CoreResult<()> {
+        self.refuse()
+    }
+    async fn term(&self, _id: u64) -> CoreResult<()> {
+        self.refuse()
+    }
+    async fn len(&self) -> CoreResult<usize> {
+        self.refuse()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

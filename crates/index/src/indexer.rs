@@ -42,6 +42,20 @@ impl IndexOptions {
         Self::from_settings(uri, &trawl_core::settings::IndexSettings::default())
     }
 
+    /// An index at `uri` cut as `s` says, embedding (or not) with this process's model.
+    pub fn for_process(
+        uri: impl Into<String>,
+        s: &trawl_core::settings::IndexSettings,
+        embed: bool,
+        model_dir: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            embed,
+            model_dir,
+            ..Self::from_settings(uri, s)
+        }
+    }
+
     /// An index at `uri` cut and deduplicated as `s` says, embedding with the default model.
     pub fn from_settings(uri: impl Into<String>, s: &trawl_core::settings::IndexSettings) -> Self {
         Self {

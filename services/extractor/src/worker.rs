@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
+use trawl_core::settings::CrawlSettings;
 use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched};
 use trawl_dedup::{Fingerprint, Gate, GateVerdict, HostLines, fingerprint};
 
@@ -42,6 +43,27 @@ pub struct ExtractorConfig {
     pub give_up_after: Option<u32>,
 }
 
+impl ExtractorConfig {
+    /// The crawl's dedup settings over `gate` (the runtime's: in memory or in Redis), and
+    /// the host boilerplate filter when `boilerplate_min_pages` asks for it.
+    pub fn from_settings(
+        s: &CrawlSettings,
+        gate: Option<Arc<dyn Gate>>,
+        give_up_after: Option<u32>,
+    ) -> Self {
+        let boilerplate = (s.boilerplate_min_pages > 0).then(|| {
+            Arc::new(HostLines::new(trawl_dedup::BoilerplateConfig {
+                min_pages: s.boilerplate_min_pages,
+                ..Default::default()
+            }))
+        });
+        ExtractorConfig {
+            dedup: DedupStage { gate, boilerplate },
+            give_up_after,
+        }
+    }
+}
+
 /// `n` extraction workers over the hops.
 pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops, stop: &Shutdown) {
     workers.spawn_n(n, || {
@@ -59,13 +81,7 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
 /// The extractor as one stage of a cluster crawl: `concurrency` workers, the crawl's shared
 /// gate, retried until the queue's delivery limit dead-letters a page that keeps failing.
 pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResult {
-    let cfg = ExtractorConfig {
-        dedup: DedupStage {
-            gate,
-            boilerplate: None,
-        },
-        give_up_after: None,
-    };
+    let cfg = ExtractorConfig::from_settings(&ctx.spec.settings, gate, None);
     ctx.set_ready();
     let mut workers = Workers::new();
     spawn(

@@ -22,22 +22,15 @@ pub async fn serve(ctx: StageContext) -> StageResult {
         cfg.cap_bodies(fits);
     }
     // One WARC series per replica: names carry the replica's name and process id.
-    let warc = if spec.settings.warc {
-        Some(
-            WarcWriterTask::start(WarcConfig {
-                dir: ctx.process.out.join("warc"),
-                prefix: format!(
-                    "trawl-{}-{}",
-                    ctx.process.instance_name("fetcher"),
-                    std::process::id()
-                ),
-                max_file_bytes: spec.settings.warc_max_bytes,
-            })
-            .map_err(|e| format!("WARC output: {e}"))?,
-        )
-    } else {
-        None
-    };
+    let prefix = format!(
+        "trawl-{}-{}",
+        ctx.process.instance_name("fetcher"),
+        std::process::id()
+    );
+    let warc = WarcConfig::for_crawl(&spec.settings, ctx.process.out.join("warc"), prefix)
+        .map(WarcWriterTask::start)
+        .transpose()
+        .map_err(|e| format!("WARC output: {e}"))?;
     let fetcher = Arc::new(Fetcher::new(
         cfg,
         ctx.state.clone(),

@@ -22,6 +22,22 @@ pub struct WarcConfig {
     pub max_file_bytes: u64,
 }
 
+impl WarcConfig {
+    /// The crawl's WARC output in `dir` with names starting `prefix`; `None` when the
+    /// settings turn WARC off.
+    pub fn for_crawl(
+        s: &trawl_core::settings::CrawlSettings,
+        dir: PathBuf,
+        prefix: String,
+    ) -> Option<Self> {
+        s.warc.then_some(WarcConfig {
+            dir,
+            prefix,
+            max_file_bytes: s.warc_max_bytes,
+        })
+    }
+}
+
 /// One request/response pair as it went over the wire.
 #[derive(Debug, Clone)]
 pub struct Exchange {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use trawl_core::counters::Counter;
-use trawl_core::pipeline::{Shutdown, StageContext, StageResult};
+use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::state::State;
 use trawl_core::{CoreError, Doc, PageRecord};
@@ -148,6 +148,24 @@ pub enum IndexTarget {
     },
 }
 
+/// The embedded runtime's writer over the hops (one: it owns `pages.jsonl`).
+pub fn spawn(
+    workers: &mut Workers,
+    sink: &Arc<std::sync::Mutex<JsonlSink>>,
+    state: &Arc<dyn State>,
+    index: Option<mpsc::Sender<PageRecord>>,
+    hops: &Hops,
+    stop: &Shutdown,
+) {
+    workers.spawn(run_worker(
+        hops.docs.clone(),
+        sink.clone(),
+        state.clone(),
+        index,
+        stop.clone(),
+    ));
+}
+
 /// Writes documents as they come. One writer per output file. With `index`, each page is
 /// also handed to the index task before its message is acked.
 pub async fn run_worker(
@@ -195,10 +213,12 @@ async fn write_docs(
 ) -> Result<IndexTarget, IndexerError> {
     let mut last_refresh = std::time::Instant::now();
     let mut dirty = false;
-    while let Some(batch) = stop
-        .run_until(docs.pull(64, Duration::from_millis(200)))
-        .await
-    {
+    // The service waits longer for a batch: each one is a LanceDB commit.
+    let wait = match target {
+        IndexTarget::InPlace { .. } => Duration::from_millis(500),
+        _ => Duration::from_millis(200),
+    };
+    while let Some(batch) = stop.run_until(docs.pull(64, wait)).await {
         let batch = batch?;
         if batch.is_empty() {
             if let IndexTarget::InPlace { indexer, refresh } = &mut target
@@ -257,9 +277,12 @@ pub async fn serve(ctx: StageContext) -> StageResult {
     let state = ctx.state.clone();
     let r = match &ctx.process.index_uri {
         Some(uri) => {
-            let mut opts = trawl_index::IndexOptions::from_settings(uri.clone(), &ctx.spec.index);
-            opts.embed = ctx.process.embed;
-            opts.model_dir = ctx.process.model_dir.clone();
+            let opts = trawl_index::IndexOptions::for_process(
+                uri.clone(),
+                &ctx.spec.index,
+                ctx.process.embed,
+                ctx.process.model_dir.clone(),
+            );
             // A missing model stops the service here with the fetch instructions.
             let indexer = trawl_index::Indexer::open(opts).await?;
             tracing::info!(

@@ -89,6 +89,9 @@ pub(super) fn load(
     Ok(settings)
 }
 
+/// Former names of fields, still read from files (`out_dir` was the services' `out`).
+const ALIASES: [(&str, &str); 1] = [("out_dir", "out")];
+
 /// A file gives a field flat (`"delay_ms": 0`) or in its section (`"crawl": {..}`); a key
 /// that is both a section and a field (`crawl`) is the section when its value is an object.
 fn merge_file(
@@ -100,6 +103,10 @@ fn merge_file(
         return Err("expected a JSON object".into());
     };
     for (k, v) in top {
+        let k = ALIASES
+            .iter()
+            .find(|(old, _)| *old == k)
+            .map_or(k, |(_, new)| new.to_string());
         let is_section = merged.get(&k).is_some_and(Value::is_object);
         if is_section && v.is_object() {
             for (field, fv) in v.as_object().into_iter().flatten() {
@@ -118,7 +125,11 @@ fn merge_file(
 }
 
 /// An environment string as a value of the same kind as `like` (the field's default).
+/// Strings are taken as they are (a password may have spaces); the rest is trimmed.
 fn coerce(like: &Value, raw: &str) -> Result<Value, String> {
+    if matches!(like, Value::String(_) | Value::Null) {
+        return Ok(Value::String(raw.to_string()));
+    }
     let raw = raw.trim();
     match like {
         Value::Bool(_) => match raw.to_ascii_lowercase().as_str() {
@@ -126,10 +137,14 @@ fn coerce(like: &Value, raw: &str) -> Result<Value, String> {
             "0" | "false" | "no" | "off" => Ok(Value::Bool(false)),
             _ => Err("not true or false".into()),
         },
-        Value::Number(n) if n.is_i64() || n.is_u64() => raw
+        // Every unsigned setting has a default of 0 or more; the signed ones are listed.
+        Value::Number(n) if n.is_u64() => raw
+            .parse::<u64>()
+            .map(Value::from)
+            .map_err(|_| "not a whole number of 0 or more".into()),
+        Value::Number(n) if n.is_i64() => raw
             .parse::<i64>()
             .map(Value::from)
-            .or_else(|_| raw.parse::<u64>().map(Value::from))
             .map_err(|_| "not a whole number".into()),
         Value::Number(_) => raw
             .parse::<f64>()
@@ -142,7 +157,6 @@ fn coerce(like: &Value, raw: &str) -> Result<Value, String> {
                 .map(|s| Value::String(s.to_string()))
                 .collect(),
         )),
-        // Strings, and optional fields (all optional settings are strings or paths).
         _ => Ok(Value::String(raw.to_string())),
     }
 }

@@ -1,7 +1,7 @@
 //! One definition of a crawl's settings, for every runtime.
 //!
 //! [`Settings`] is loaded in layers by the `trawl` command and by every service:
-//! [`Settings::default`], then a file (`TRAWL_CONFIG` or `--config`, JSON or TOML), then
+//! [`Settings::default`], then a JSON file (`TRAWL_CONFIG` or `--config`), then
 //! `TRAWL_*` environment variables, then (in the command line) flags. Each field has one
 //! default, here; clap's defaults are taken from the loaded layers (see
 //! [`Settings::flat`]), the cluster's crawl spec carries the [`CrawlSettings`] and

@@ -68,6 +68,22 @@ fn bad_environment_values_name_the_variable() {
     assert!(e.to_string().contains("planet"), "{e}");
     let e = Settings::load_with(None, env(&[("TRAWL_CONCURRENCY", "0")])).unwrap_err();
     assert!(e.to_string().contains("concurrency"), "{e}");
+    let e = Settings::load_with(None, env(&[("TRAWL_MAX_PAGES", "-1")])).unwrap_err();
+    assert!(e.to_string().contains("TRAWL_MAX_PAGES"), "{e}");
+}
+
+#[test]
+fn strings_are_taken_as_given_numbers_trimmed() {
+    let s = Settings::load_with(
+        None,
+        env(&[
+            ("TRAWL_NATS_PASSWORD", " two words "),
+            ("TRAWL_DELAY_MS", " 7 "),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(s.cluster.nats_password.as_deref(), Some(" two words "));
+    assert_eq!(s.crawl.delay_ms, 7);
 }
 
 #[test]
@@ -94,6 +110,11 @@ fn file_flat_or_sectioned_then_environment() {
         s.process.concurrency, 4,
         "the environment wins over the file"
     );
+
+    // The services' former name of `out`.
+    std::fs::write(&path, r#"{"out_dir": "/data"}"#).unwrap();
+    let s = Settings::load_with(Some(&path), env(&[])).unwrap();
+    assert_eq!(s.process.out, std::path::PathBuf::from("/data"));
 
     std::fs::write(&path, r#"{"dealy_ms": 5}"#).unwrap();
     let e = Settings::load_with(Some(&path), env(&[])).unwrap_err();
