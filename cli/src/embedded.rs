@@ -115,6 +115,54 @@ impl Plan {
     }
 }
 
+/// Where the crawl writes: the index task, the WARC writer and `pages.jsonl`.
+struct Outputs {
+    index_tx: Option<tokio::sync::mpsc::Sender<trawl_core::PageRecord>>,
+    index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
+    warc: Option<WarcWriterTask>,
+    sink: Arc<Mutex<JsonlSink>>,
+}
+
+impl Outputs {
+    /// The index is opened before any output is replaced: a missing model stops the crawl
+    /// here, with the earlier crawl's files untouched.
+    async fn open(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Outputs> {
+        std::fs::create_dir_all(&opts.out)
+            .with_context(|| format!("creating output directory {}", opts.out.display()))?;
+        let (index_tx, index_task) = match &plan.index {
+            Some(o) => {
+                let ix = trawl_index::Indexer::open(o.clone())
+                    .await
+                    .with_context(|| format!("opening the index at {}", o.uri))?;
+                let (tx, rx) = tokio::sync::mpsc::channel(256);
+                (
+                    Some(tx),
+                    Some(tokio::spawn(trawl_indexer::run_index(ix, rx))),
+                )
+            }
+            None => (None, None),
+        };
+        if plan.warc_dir.exists() {
+            // Old files would mix with this crawl's: the outputs describe one crawl.
+            for f in trawl_fetcher::warcout::list_warc_files(&plan.warc_dir)? {
+                std::fs::remove_file(&f)
+                    .with_context(|| format!("removing old {}", f.display()))?;
+            }
+        }
+        let warc =
+            WarcConfig::for_crawl(&plan.spec.settings, plan.warc_dir.clone(), "trawl".into())
+                .map(WarcWriterTask::start)
+                .transpose()?;
+        let sink = Arc::new(Mutex::new(JsonlSink::create(&plan.pages)?));
+        Ok(Outputs {
+            index_tx,
+            index_task,
+            warc,
+            sink,
+        })
+    }
+}
+
 /// The in-memory hops, kept concrete for their lengths and for closing them.
 struct MemoryHops {
     discovered: Arc<MemoryQueue<Discovered>>,
@@ -175,34 +223,12 @@ struct Pipeline {
 impl Pipeline {
     async fn spawn(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Pipeline> {
         let s = &plan.spec.settings;
-        std::fs::create_dir_all(&opts.out)
-            .with_context(|| format!("creating output directory {}", opts.out.display()))?;
-        // Opened before any output is replaced: a missing model stops the crawl here.
-        let (index_tx, index_task) = match &plan.index {
-            Some(o) => {
-                let ix = trawl_index::Indexer::open(o.clone())
-                    .await
-                    .with_context(|| format!("opening the index at {}", o.uri))?;
-                let (tx, rx) = tokio::sync::mpsc::channel(256);
-                (
-                    Some(tx),
-                    Some(tokio::spawn(trawl_indexer::run_index(ix, rx))),
-                )
-            }
-            None => (None, None),
-        };
-        if plan.warc_dir.exists() {
-            // Old files would mix with this crawl's: the outputs describe one crawl.
-            for f in trawl_fetcher::warcout::list_warc_files(&plan.warc_dir)? {
-                std::fs::remove_file(&f)
-                    .with_context(|| format!("removing old {}", f.display()))?;
-            }
-        }
-        let warc = WarcConfig::for_crawl(s, plan.warc_dir.clone(), "trawl".into())
-            .map(WarcWriterTask::start)
-            .transpose()?;
-        let sink = Arc::new(Mutex::new(JsonlSink::create(&plan.pages)?));
-
+        let Outputs {
+            index_tx,
+            index_task,
+            warc,
+            sink,
+        } = Outputs::open(opts, plan).await?;
         let tracker = WorkTracker::default();
         let state: Arc<dyn State> = Arc::new(MemoryState::new(
             s.max_queued,

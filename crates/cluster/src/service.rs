@@ -318,16 +318,7 @@ where
                 return r;
             }
             ready.store(false, Ordering::Relaxed);
-            match r {
-                Ok(()) => tracing::warn!(
-                    stage = name,
-                    "stage ended without a stop; starting it again"
-                ),
-                Err(e) => tracing::error!(
-                    stage = name,
-                    "stage failed, starting it again in {pause:?}: {e}"
-                ),
-            }
+            log_restart(name, r, pause);
             if stop.run_until(tokio::time::sleep(pause)).await.is_none() {
                 http.abort();
                 return Ok(());
@@ -350,5 +341,12 @@ where
             tracing::error!(stage = name, "{e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+fn log_restart(stage: &str, r: Result<(), String>, pause: Duration) {
+    match r {
+        Ok(()) => tracing::warn!(stage, "stage ended without a stop; starting it again"),
+        Err(e) => tracing::error!(stage, "stage failed, starting it again in {pause:?}: {e}"),
     }
 }
