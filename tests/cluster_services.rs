@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{bin, max_overlap, min_gap_ms, options, services_up};
+use support::{bin, cleanup, max_overlap, min_gap_ms, options, services_up};
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 fn free_port() -> u16 {
@@ -42,23 +42,6 @@ fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)
         }
     }
     out
-}
-
-/// Removes a test crawl's streams from the shared nats-server and its keys from `redis_url`.
-async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
-    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_core::pipeline::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop, "x");
-        let _ = js.delete_stream(&q.stream).await;
-        let _ = js.delete_stream(&q.dead_letter_stream).await;
-    }
-    if let Some(url) = redis_url {
-        let st = trawl_cluster::redis_state::RedisState::connect(url, crawl, 1, 1, 1)
-            .await
-            .unwrap();
-        st.clear().await.unwrap();
-    }
 }
 
 struct Services(Vec<(String, Child)>);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{bin, services_up};
+use support::{bin, cleanup, services_up};
 
 fn trawl() -> Command {
     let bin = bin("trawl").expect("the trawl binary is built");
@@ -172,21 +172,6 @@ fn submit_refuses_what_a_cluster_crawl_cannot_honour() {
     assert!(err.contains("NATS at nats://127.0.0.1:1"), "{err}");
 }
 
-async fn cleanup(prefix: &str, crawl: &str) {
-    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_core::pipeline::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop, "x");
-        let _ = js.delete_stream(&q.stream).await;
-        let _ = js.delete_stream(&q.dead_letter_stream).await;
-    }
-    let st =
-        trawl_cluster::redis_state::RedisState::connect("redis://127.0.0.1:6379", crawl, 1, 1, 1)
-            .await
-            .unwrap();
-    st.clear().await.unwrap();
-}
-
 #[tokio::test]
 async fn a_running_crawl_keeps_its_spec_unless_replaced() {
     if !services_up() {
@@ -235,7 +220,7 @@ async fn a_running_crawl_keeps_its_spec_unless_replaced() {
         .unwrap();
     assert_eq!(spec.settings.delay_ms, 5);
     assert!(spec.settings.allow_private);
-    cleanup(&prefix, &crawl).await;
+    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 
 /// A nats-server of the test's own that wants a user and password.

@@ -111,3 +111,20 @@ pub fn bin(name: &str) -> Option<std::path::PathBuf> {
     let p = exe.parent()?.parent()?.join(name);
     p.exists().then_some(p)
 }
+
+/// Removes a test crawl's streams from the shared nats-server and its keys from `redis_url`.
+pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    for (hop, _) in trawl_core::pipeline::HOPS {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop, "x");
+        let _ = js.delete_stream(&q.stream).await;
+        let _ = js.delete_stream(&q.dead_letter_stream).await;
+    }
+    if let Some(url) = redis_url {
+        let st = trawl_cluster::redis_state::RedisState::connect(url, crawl, 1, 1, 1)
+            .await
+            .unwrap();
+        st.clear().await.unwrap();
+    }
+}
