@@ -154,7 +154,7 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         );
     }
     args.settings.validate()?;
-    let start = args.targets.resolve(&args.settings.normalizer())?;
+    let (_, start) = args.targets.resolve(&args.settings.normalizer())?;
     Ok(CrawlSpec {
         crawl: args.crawl.clone(),
         start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),

@@ -97,7 +97,7 @@ impl Plan {
         if opts.concurrency == 0 {
             anyhow::bail!("--concurrency must be at least 1");
         }
-        let start = opts.targets.resolve(&opts.crawl.normalizer())?;
+        let (seeds, start) = opts.targets.resolve(&opts.crawl.normalizer())?;
         let spec = CrawlSpec {
             crawl: format!("crawl-{}", started_at.format("%Y%m%dT%H%M%S%.3fZ")),
             start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
@@ -106,7 +106,7 @@ impl Plan {
         };
         Ok(Plan {
             spec,
-            seeds: opts.targets.seed_list()?,
+            seeds,
             pages: opts.out.join("pages.jsonl"),
             report: opts.out.join("report.json"),
             warc_dir: opts.out.join("warc"),

@@ -11,6 +11,9 @@ use trawl_core::settings::{CrawlSettings, Settings, redact_url};
 use trawl_core::urlnorm::Normalizer;
 use url::Url;
 
+/// Start URLs, normalized, with what each is.
+pub type StartUrls = Vec<(Url, UrlKind)>;
+
 /// What to crawl.
 #[derive(Debug, Clone, Default, Args)]
 pub struct Targets {
@@ -38,15 +41,17 @@ impl Targets {
         Ok(seeds)
     }
 
-    /// Every start URL, normalized, with what it is. Fails on an URL that cannot be
-    /// crawled and when there is nothing to crawl.
-    pub fn resolve(&self, norm: &Normalizer) -> anyhow::Result<Vec<(Url, UrlKind)>> {
+    /// The seeds as written (the `--urls` file read once) and every start URL, normalized,
+    /// with what it is. Fails on an URL that cannot be crawled and when there is nothing to
+    /// crawl.
+    pub fn resolve(&self, norm: &Normalizer) -> anyhow::Result<(Vec<String>, StartUrls)> {
         let parse = |raw: &String| {
             norm.parse(raw, None)
                 .with_context(|| format!("start URL {raw:?} cannot be crawled"))
         };
+        let seeds = self.seed_list()?;
         let mut start = Vec::new();
-        for s in &self.seed_list()? {
+        for s in &seeds {
             start.push((parse(s)?, UrlKind::Page));
         }
         for s in &self.sitemaps {
@@ -60,7 +65,7 @@ impl Targets {
                 "nothing to crawl: give at least one SEED URL, --sitemap, --feed or --urls FILE"
             );
         }
-        Ok(start)
+        Ok((seeds, start))
     }
 }
 
