@@ -28,4 +28,7 @@ server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
-./target/release/trawl crawl "http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 --out ./trawl-out "$@"
+# Run again after a stop, the crawl continues; `--overwrite` crawls again from scratch.
+resume=--resume
+case " $* " in *" --overwrite "*) resume= ;; esac
+./target/release/trawl crawl "http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 --out ./trawl-out $resume "$@"

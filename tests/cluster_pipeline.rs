@@ -211,7 +211,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             stop.clone(),
         );
         tasks.spawn(async move {
-            trawl_indexer::run_worker(q, k, st, None, s)
+            trawl_indexer::run_worker(q, k, st, Default::default(), s)
                 .await
                 .map_err(|e| e.to_string())
         });

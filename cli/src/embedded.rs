@@ -2,6 +2,9 @@
 //! in-memory state. The stages are the same library code the cluster services run, spawned
 //! through the same functions (`trawl_<stage>::spawn`); this module only plans the crawl,
 //! supervises it and writes the report.
+//!
+//! The crawl is durable: its state is journaled to `crawl.db` in the output directory
+//! (`trawl-store`), and a crawl killed or interrupted there resumes with `--resume`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -14,13 +17,17 @@ use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::{MemoryState, State, WorkTracker};
-use trawl_core::{Discovered, Doc, FetchJob, Fetched};
+use trawl_core::{Doc, FetchJob, Fetched};
 use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
 use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
 use trawl_index::{IndexOptions, IndexStats};
-use trawl_indexer::{IndexerError, JsonlSink};
+use trawl_indexer::{IndexItem, IndexerError, JsonlSink, WriterOutputs};
+use trawl_store::durable::{DurableState, JournaledQueue};
+use trawl_store::journal::{Journal, JournalTask};
+use trawl_store::resume::Resume;
 
+use crate::crawl_dir::{self, Start};
 use crate::options::CrawlOptions;
 use crate::progress::Progress;
 use crate::report::CrawlReport;
@@ -42,6 +49,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     let started_at = chrono::Utc::now();
     let plan = Plan::new(&opts, &started_at)?;
     let mut p = Pipeline::spawn(&opts, &plan).await?;
+    let started_at = p.started_at.unwrap_or(started_at);
     let progress = Progress::new(&opts.progress);
     let stop = supervise(&mut p, &progress, started).await;
     let interrupted = matches!(stop, Stop::Interrupted);
@@ -49,8 +57,19 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         Stop::Failed(e) => Some(e),
         _ => None,
     };
-    let (index, warc_files) = p.drain(interrupted, &mut failure, &progress, started).await;
+    let (index, _) = p.drain(interrupted, &mut failure, &progress, started).await;
     progress.finish();
+    let complete = !interrupted && failure.is_none();
+    if let Some(task) = p.journal_task.take()
+        && let Err(e) = tokio::task::spawn_blocking(move || task.finish(complete))
+            .await
+            .map_err(|e| anyhow::anyhow!("the crawl store panicked: {e}"))
+            .and_then(|r| r.map_err(anyhow::Error::new))
+    {
+        keep_first(&mut failure, e);
+    }
+    // Every run's files: a resumed crawl's WARC is the sum of them.
+    let warc_files = trawl_fetcher::warcout::list_warc_files(&plan.warc_dir).unwrap_or_default();
     let counters = Counters::from_map(&p.state.counters().await?);
     let mut report = CrawlReport::build(
         &plan.spec.crawl,
@@ -82,6 +101,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
 struct Plan {
     spec: CrawlSpec,
     seeds: Vec<String>,
+    start: Start,
     pages: PathBuf,
     report: PathBuf,
     warc_dir: PathBuf,
@@ -98,63 +118,104 @@ impl Plan {
             anyhow::bail!("--concurrency must be at least 1");
         }
         let (seeds, start) = opts.targets.resolve(&opts.crawl.normalizer())?;
-        let spec = CrawlSpec {
+        let mut spec = CrawlSpec {
             crawl: format!("crawl-{}", started_at.format("%Y%m%dT%H%M%S%.3fZ")),
             start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
             settings: opts.crawl.clone(),
             index: opts.index.settings.index.clone(),
         };
+        let index = (!opts.index.no_index).then(|| opts.index.options(&opts.out));
+        if let Some(o) = index.as_ref().filter(|o| o.embed) {
+            // A mistyped model directory stops the crawl before any output is touched.
+            trawl_index::model::check_dir(&trawl_index::model::resolve_dir(
+                o.model_dir.as_deref(),
+            ))?;
+        }
+        let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
+        if start_kind == Start::Resume {
+            // The crawl keeps its id; the settings are this command's.
+            spec.crawl = trawl_store::dir::crawl_id(&opts.out)?;
+        }
         Ok(Plan {
             spec,
             seeds,
+            start: start_kind,
             pages: opts.out.join("pages.jsonl"),
             report: opts.out.join("report.json"),
             warc_dir: opts.out.join("warc"),
-            index: (!opts.index.no_index).then(|| opts.index.options(&opts.out)),
+            index,
         })
     }
 }
 
-/// Where the crawl writes: the index task, the WARC writer and `pages.jsonl`.
+/// Where the crawl writes: the crawl store, the index task, the WARC writer and
+/// `pages.jsonl`.
 struct Outputs {
-    index_tx: Option<tokio::sync::mpsc::Sender<trawl_core::PageRecord>>,
+    journal_task: JournalTask,
+    journal: Journal,
+    /// What the store held, for a resumed crawl.
+    resume: Option<Resume>,
+    index_tx: Option<tokio::sync::mpsc::Sender<IndexItem>>,
     index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
     warc: Option<WarcWriterTask>,
     sink: Arc<Mutex<JsonlSink>>,
 }
 
 impl Outputs {
-    /// The index is opened before any output is replaced: a missing model stops the crawl
-    /// here, with the earlier crawl's files untouched.
+    /// Everything was checked by [`Plan::new`]; this is where the directory is written. A
+    /// resumed crawl's files are first cut back to what the store committed, and the pages
+    /// written but not yet indexed at the stop go to the index again.
     async fn open(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Outputs> {
-        std::fs::create_dir_all(&opts.out)
-            .with_context(|| format!("creating output directory {}", opts.out.display()))?;
+        let out = &opts.out;
+        if plan.start == Start::Overwrite {
+            trawl_store::dir::remove_outputs(out)
+                .with_context(|| format!("removing the earlier crawl in {}", out.display()))?;
+        }
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("creating output directory {}", out.display()))?;
+        let started_at = chrono::Utc::now().to_rfc3339();
+        let (conn, resume) = match plan.start {
+            Start::Resume => {
+                let (conn, r) = trawl_store::resume::open(out, &plan.spec)?;
+                crawl_dir::cut_pages(&plan.pages, r.pages_offset)?;
+                crawl_dir::repair_warc(&plan.warc_dir)?;
+                (conn, Some(r))
+            }
+            Start::Fresh | Start::Overwrite => (
+                trawl_store::resume::create(out, &plan.spec, &started_at)?,
+                None,
+            ),
+        };
+        let journal_task = JournalTask::start(conn)?;
+        let journal = journal_task.journal();
         let (index_tx, index_task) = match &plan.index {
             Some(o) => {
                 let ix = trawl_index::Indexer::open(o.clone())
                     .await
                     .with_context(|| format!("opening the index at {}", o.uri))?;
                 let (tx, rx) = tokio::sync::mpsc::channel(256);
-                (
-                    Some(tx),
-                    Some(tokio::spawn(trawl_indexer::run_index(ix, rx))),
-                )
+                let j: Arc<dyn trawl_core::journal::Journal> = Arc::new(journal.clone());
+                let task = tokio::spawn(trawl_indexer::run_index(ix, rx, Some(j)));
+                if let Some(r) = &resume {
+                    for item in crawl_dir::unindexed(&plan.pages, r.index_offset, r.pages_offset)? {
+                        tx.send(item)
+                            .await
+                            .map_err(|_| anyhow::anyhow!("the index task stopped"))?;
+                    }
+                }
+                (Some(tx), Some(task))
             }
             None => (None, None),
         };
-        if plan.warc_dir.exists() {
-            // Old files would mix with this crawl's: the outputs describe one crawl.
-            for f in trawl_fetcher::warcout::list_warc_files(&plan.warc_dir)? {
-                std::fs::remove_file(&f)
-                    .with_context(|| format!("removing old {}", f.display()))?;
-            }
-        }
         let warc =
             WarcConfig::for_crawl(&plan.spec.settings, plan.warc_dir.clone(), "trawl".into())
                 .map(WarcWriterTask::start)
                 .transpose()?;
-        let sink = Arc::new(Mutex::new(JsonlSink::create(&plan.pages)?));
+        let sink = Arc::new(Mutex::new(JsonlSink::append(&plan.pages)?));
         Ok(Outputs {
+            journal_task,
+            journal,
+            resume,
             index_tx,
             index_task,
             warc,
@@ -163,18 +224,23 @@ impl Outputs {
     }
 }
 
-/// The in-memory hops, kept concrete for their lengths and for closing them.
+/// The in-memory hops, kept concrete for their lengths and for closing them. The
+/// discovered hop is journaled: its batches survive a kill until the frontier has them.
 struct MemoryHops {
-    discovered: Arc<MemoryQueue<Discovered>>,
+    discovered: Arc<JournaledQueue>,
     fetch: Arc<MemoryQueue<FetchJob>>,
     fetched: Arc<MemoryQueue<Fetched>>,
     docs: Arc<MemoryQueue<Doc>>,
 }
 
 impl MemoryHops {
-    fn new(concurrency: usize, tracker: &WorkTracker) -> Self {
+    fn new(concurrency: usize, tracker: &WorkTracker, journal: &Journal, first_id: u64) -> Self {
         MemoryHops {
-            discovered: Arc::new(MemoryQueue::new(4096, tracker.clone())),
+            discovered: Arc::new(JournaledQueue::new(
+                MemoryQueue::new(4096, tracker.clone()),
+                journal.clone(),
+                first_id,
+            )),
             fetch: Arc::new(MemoryQueue::new(concurrency * 2, tracker.clone())),
             fetched: Arc::new(MemoryQueue::new(256, tracker.clone())),
             docs: Arc::new(MemoryQueue::new(1024, tracker.clone())),
@@ -218,25 +284,42 @@ struct Pipeline {
     sink: Arc<Mutex<JsonlSink>>,
     warc: Option<WarcWriterTask>,
     index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
+    journal_task: Option<JournalTask>,
+    /// When a resumed crawl first started.
+    started_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Pipeline {
     async fn spawn(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Pipeline> {
         let s = &plan.spec.settings;
         let Outputs {
+            journal_task,
+            journal,
+            resume,
             index_tx,
             index_task,
             warc,
             sink,
         } = Outputs::open(opts, plan).await?;
         let tracker = WorkTracker::default();
-        let state: Arc<dyn State> = Arc::new(MemoryState::new(
+        let memory = Arc::new(MemoryState::new(
             s.max_queued,
             s.concurrency_per_host,
             tracker.clone(),
         ));
-        let queues = MemoryHops::new(opts.concurrency, &tracker);
+        let first_id = resume
+            .as_ref()
+            .and_then(|r| r.pending.iter().map(|(id, _)| id + 1).max())
+            .unwrap_or(1);
+        let queues = MemoryHops::new(opts.concurrency, &tracker, &journal, first_id);
         let hops = queues.hops();
+        let gate = s
+            .dedup_distance()
+            .map(|d| Arc::new(trawl_dedup::MemoryGate::new(d)));
+        if let Some(r) = &resume {
+            restore(r, &memory, gate.as_deref()).await?;
+        }
+        let state: Arc<dyn State> = Arc::new(DurableState::new(memory, journal.clone()));
         let crawl = &plan.spec.crawl;
         let frontier = Arc::new(Frontier::new(
             FrontierConfig::from_settings(crawl, s, plan.spec.scope()),
@@ -249,8 +332,6 @@ impl Pipeline {
             s.normalizer(),
             warc.as_ref().map(|w| w.handle()),
         )?);
-        hops.discovered.publish(plan.spec.seeds_message()).await?;
-
         let (intake_stop, intake_rx) = shutdown();
         let (output_stop, output_rx) = shutdown();
         let mut intake = Workers::new();
@@ -262,12 +343,29 @@ impl Pipeline {
             .max(2);
         // One in-memory gate for all extractors; a page whose extraction keeps failing is
         // written after 3 tries.
-        let gate = s
-            .dedup_distance()
-            .map(|d| Arc::new(trawl_dedup::MemoryGate::new(d)) as _);
+        let gate = gate.map(|g| g as _);
         let cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
         trawl_extractor::spawn(&mut output, extractors, &cfg, &hops, &output_rx);
-        trawl_indexer::spawn(&mut output, &sink, &state, index_tx, &hops, &output_rx);
+        let writer = WriterOutputs {
+            index: index_tx,
+            journal: Some(Arc::new(journal.clone())),
+        };
+        trawl_indexer::spawn(&mut output, &sink, &state, writer, &hops, &output_rx);
+        // With the stages running: the frontier takes batches as they come.
+        match &resume {
+            // A crawl stopped before its seeds were admitted starts from them again.
+            Some(r) if !r.seen.is_empty() || !r.pending.is_empty() => {
+                for (id, batch) in &r.pending {
+                    queues.discovered.republish(*id, batch.clone()).await?;
+                }
+            }
+            _ => hops.discovered.publish(plan.spec.seeds_message()).await?,
+        }
+        let started_at = resume
+            .as_ref()
+            .and_then(|r| r.started_at.as_deref())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
         Ok(Pipeline {
             tracker,
             state,
@@ -280,6 +378,8 @@ impl Pipeline {
             sink,
             warc,
             index_task,
+            journal_task: Some(journal_task),
+            started_at,
         })
     }
 
@@ -308,7 +408,7 @@ impl Pipeline {
         if interrupted {
             tracing::warn!(
                 "interrupted: finishing the requests in flight and writing what was fetched; \
-                 queued URLs are left (Ctrl-C again to stop now)"
+                 queued URLs stay in the crawl store for --resume (Ctrl-C again to stop now)"
             );
             let finish_fetched = async {
                 while let Some(r) = self.intake.next().await {
@@ -373,6 +473,39 @@ impl Pipeline {
         };
         (index, warc_files)
     }
+}
+
+/// Puts a resumed crawl's state back: the seen-set, the counters, the queued URLs (fetched
+/// again) and the dedup gate's kept pages.
+async fn restore(
+    r: &Resume,
+    memory: &MemoryState,
+    gate: Option<&trawl_dedup::MemoryGate>,
+) -> anyhow::Result<()> {
+    memory.restore_seen(r.seen.iter().copied());
+    for (k, v) in &r.counters {
+        memory.incr(k, *v).await?;
+    }
+    for job in &r.queued {
+        memory.enqueue(job.clone()).await?;
+    }
+    if let Some(g) = gate {
+        for k in &r.kept {
+            let fp = trawl_dedup::Fingerprint {
+                simhash: k.simhash,
+                exact: k.text_hash,
+            };
+            g.check_and_insert_sync(fp, &k.final_url);
+        }
+    }
+    tracing::info!(
+        seen = r.seen.len(),
+        queued = r.queued.len(),
+        pending_batches = r.pending.len(),
+        run = r.runs + 1,
+        "resuming the crawl"
+    );
+    Ok(())
 }
 
 fn keep_first(failure: &mut Option<anyhow::Error>, e: anyhow::Error) {

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod corpus;
+pub mod crawl_dir;
 pub mod embedded;
 pub mod extract;
 pub mod index;

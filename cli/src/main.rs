@@ -70,7 +70,7 @@ fn parse() -> Result<Cli, String> {
 #[derive(Subcommand)]
 enum Command {
     /// Crawl from seed URLs in one process: fetch politely, extract, write the corpus.
-    Crawl(CrawlOptions),
+    Crawl(Box<CrawlOptions>),
     /// Extract the main content of saved HTML pages: one page as text, Markdown or JSON;
     /// several as JSON Lines.
     Extract(trawl::extract::ExtractOptions),
@@ -120,7 +120,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Crawl(opts) => crawl(opts),
+        Command::Crawl(opts) => crawl(*opts),
         Command::Extract(opts) => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());

@@ -89,9 +89,17 @@ pub struct CrawlOptions {
     /// Requests in flight in total.
     #[arg(long)]
     pub concurrency: usize,
-    /// Output directory.
+    /// Output directory. A crawl keeps its state there (`crawl.db`); a directory holding
+    /// anything else is refused.
     #[arg(long)]
     pub out: PathBuf,
+    /// Continue the unfinished crawl in --out (stopped by Ctrl-C, a kill or a crash); in an
+    /// empty directory, start one.
+    #[arg(long, conflicts_with = "overwrite")]
+    pub resume: bool,
+    /// Delete the crawl in --out (trawl's files only) and start over.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

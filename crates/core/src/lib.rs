@@ -7,6 +7,8 @@
 
 pub mod clock;
 pub mod counters;
+#[cfg(feature = "runtime")]
+pub mod journal;
 pub mod message;
 pub mod mutate;
 #[cfg(feature = "runtime")]

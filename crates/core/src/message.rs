@@ -90,6 +90,41 @@ pub struct Fetched {
     /// Bytes received on the wire for all hops (compressed sizes).
     pub wire_bytes: u64,
     pub error: Option<FetchFailure>,
+    /// What a later crawl needs to ask for and compare this response: its validators and
+    /// payload digest, and its WARC record.
+    #[serde(default, skip_serializing_if = "ResponseFacts::is_empty")]
+    pub facts: ResponseFacts,
+}
+
+/// The last response's validators (verbatim, for conditional requests), its payload digest
+/// and where it was archived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ResponseFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// `sha1:` + base32 of the payload as received (the WARC-Payload-Digest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_digest: Option<String>,
+    /// The WARC response record, when WARC output is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc: Option<WarcRef>,
+}
+
+impl ResponseFacts {
+    pub fn is_empty(&self) -> bool {
+        *self == ResponseFacts::default()
+    }
+}
+
+/// A WARC record, as a revisit record refers to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct WarcRef {
+    /// `<urn:uuid:...>`.
+    pub record_id: String,
+    /// `WARC-Date`, RFC 3339.
+    pub date: String,
 }
 
 /// `trawl.docs`: one line of the corpus, a fetched URL with what was extracted from it.
@@ -133,6 +168,17 @@ pub struct PageRecord {
     pub distance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
+    /// 128-bit exact hash of the text after boilerplate, as 32 hex digits: equal for pages
+    /// whose text is the same whatever their markup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_hash: Option<String>,
+    /// The response's validators, payload digest and WARC record.
+    #[serde(
+        default,
+        rename = "response",
+        skip_serializing_if = "ResponseFacts::is_empty"
+    )]
+    pub facts: ResponseFacts,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -246,6 +292,7 @@ mod tests {
                 charset: None,
                 wire_bytes: 0,
                 error: None,
+                facts: ResponseFacts::default(),
             };
             let json = serde_json::to_string(&f).unwrap();
             let back: Fetched = serde_json::from_str(&json).unwrap();

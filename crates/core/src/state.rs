@@ -143,6 +143,11 @@ impl MemoryState {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Puts [`seen_digest`]s back into the seen-set (a resumed crawl's).
+    pub fn restore_seen(&self, digests: impl IntoIterator<Item = u128>) {
+        self.lock().seen.extend(digests);
+    }
 }
 
 /// The digest of a seen-set key, for every state backend: 16 bytes per URL instead of the

@@ -201,6 +201,14 @@ impl Indexer {
         &self.stats
     }
 
+    /// Nothing added is waiting to be written: every page added so far is in the table.
+    pub fn is_flushed(&self) -> bool {
+        self.pending.is_empty()
+            && self.pending_aliases.is_empty()
+            && self.replace.is_empty()
+            && self.orphaned.is_empty()
+    }
+
     /// Chunks a page and queues its chunks; writes when enough are queued. Returns false
     /// for a page that is not indexed (an error, a copy of another page, no text).
     pub async fn add_page(&mut self, page: &PageRecord) -> Result<bool, IndexError> {

@@ -37,6 +37,7 @@ pub fn process(f: &Fetched) -> Processed {
         charset: f.charset.clone(),
         error: f.error.clone(),
         wire_bytes: f.wire_bytes,
+        facts: f.facts.clone(),
         ..PageRecord::default()
     };
     let mut urls: Vec<DiscoveredUrl> = Vec::new();

@@ -173,6 +173,7 @@ fn extract_one(msg: &Fetched, boiler: Option<&HostLines>) -> (Processed, Option<
     }
     let fp = fingerprint(&p.doc.page.text);
     p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
+    p.doc.page.text_hash = Some(format!("{:032x}", fp.exact));
     (p, Some(fp))
 }
 

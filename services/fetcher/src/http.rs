@@ -77,8 +77,11 @@ impl Fetcher {
                 Err(e) => return Err(classify(e)),
             }
         }
+        let mut archived = None;
         if let Some(warc) = &self.warc {
+            let record_id = warc::Record::<warc::BufferedBody>::generate_record_id();
             let ex = Exchange {
+                record_id: record_id.clone(),
                 target_uri: url.to_string(),
                 date: started,
                 ip,
@@ -87,8 +90,15 @@ impl Fetcher {
                 payload: payload.clone(),
                 truncated,
             };
-            if let Err(e) = warc.write(ex).await {
-                tracing::error!(error = %e, "WARC write failed");
+            match warc.write(ex).await {
+                Ok(()) => {
+                    archived = Some(trawl_core::WarcRef {
+                        record_id,
+                        // As the record's WARC-Date is written.
+                        date: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    })
+                }
+                Err(e) => tracing::error!(error = %e, "WARC write failed"),
             }
         }
         Ok(Response {
@@ -96,6 +106,7 @@ impl Fetcher {
             headers,
             payload,
             truncated,
+            archived,
         })
     }
 }

@@ -133,6 +133,8 @@ pub(crate) struct Response {
     pub(crate) headers: HeaderMap,
     pub(crate) payload: Vec<u8>,
     pub(crate) truncated: bool,
+    /// The response's WARC record.
+    pub(crate) archived: Option<trawl_core::WarcRef>,
 }
 
 pub(crate) fn failure(kind: &str, message: impl Into<String>) -> FetchFailure {
@@ -409,6 +411,12 @@ impl Fetcher {
             resp.status,
             content_type.clone(),
         );
+        fetched.facts = trawl_core::ResponseFacts {
+            etag: header_str(&resp.headers, "etag").map(str::to_string),
+            last_modified: header_str(&resp.headers, "last-modified").map(str::to_string),
+            payload_digest: Some(warcout::payload_digest(&resp.payload)),
+            warc: resp.archived.clone(),
+        };
         if resp.truncated {
             fetched.error = Some(failure(
                 "body_too_large",
@@ -513,6 +521,7 @@ fn fetched_record(
         charset: None,
         wire_bytes,
         error: None,
+        facts: Default::default(),
     }
 }
 

@@ -41,6 +41,9 @@ impl WarcConfig {
 /// One request/response pair as it went over the wire.
 #[derive(Debug, Clone)]
 pub struct Exchange {
+    /// The response record's `WARC-Record-ID` (`<urn:uuid:...>`), chosen by the fetcher so
+    /// the page's record can point at it.
+    pub record_id: String,
     pub target_uri: String,
     pub date: DateTime<Utc>,
     pub ip: Option<IpAddr>,
@@ -143,14 +146,18 @@ impl RotatingFile {
     }
 
     fn open(&mut self) -> Result<(), WarcError> {
-        let name = format!(
-            "{}-{}-{:05}.warc.gz",
-            self.cfg.prefix,
-            self.stamp,
-            self.files.len()
-        );
+        // A resumed crawl writes next to the files of its earlier runs: never over them.
+        let mut serial = self.files.len();
+        let (name, file) = loop {
+            let name = format!("{}-{}-{:05}.warc.gz", self.cfg.prefix, self.stamp, serial);
+            match File::create_new(self.cfg.dir.join(&name)) {
+                Ok(f) => break (name, f),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => serial += 1,
+                Err(e) => return Err(e.into()),
+            }
+        };
         let path = self.cfg.dir.join(&name);
-        let mut w = BufWriter::new(File::create(&path)?);
+        let mut w = BufWriter::new(file);
         let info = warcinfo(&name)?;
         let n = write_member(&mut w, &info)?;
         self.files.push(path);
@@ -175,6 +182,9 @@ impl RotatingFile {
         };
         *size += write_member(w, &request)?;
         *size += write_member(w, &response)?;
+        // Whole exchanges reach the file as they are written: a killed crawl leaves at
+        // most the last one torn, which `repair` cuts off.
+        w.flush()?;
         Ok(())
     }
 
@@ -184,6 +194,11 @@ impl RotatingFile {
         }
         Ok(self.files)
     }
+}
+
+/// The `WARC-Payload-Digest` of a payload: `sha1:` + base32.
+pub fn payload_digest(payload: &[u8]) -> String {
+    sha1_b32(payload)
 }
 
 fn sha1_b32(data: &[u8]) -> String {
@@ -222,6 +237,7 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
     block.extend_from_slice(&ex.payload);
     let block_digest = sha1_b32(&block);
     let mut resp = base_record(RecordType::Response, block, ex.date);
+    resp.set_warc_id(ex.record_id.clone());
     set(&mut resp, WarcHeader::TargetURI, &ex.target_uri)?;
     set(
         &mut resp,
@@ -263,6 +279,63 @@ fn write_member(w: &mut impl Write, rec: &Record<BufferedBody>) -> Result<u64, W
     Ok(member.len() as u64)
 }
 
+/// Cuts a WARC file back to its last whole gzip member (each member is one record), as a
+/// file written until a kill may end in a torn one. Returns the bytes cut off.
+pub fn repair(path: &Path) -> io::Result<u64> {
+    use std::io::{BufRead, BufReader};
+    let len = std::fs::metadata(path)?.len();
+    let mut r = BufReader::new(File::open(path)?);
+    let mut good = 0u64;
+    loop {
+        if r.fill_buf()?.is_empty() {
+            break;
+        }
+        // A member read to its end has its trailer (CRC and length checked): it is whole.
+        let mut member = flate2::bufread::GzDecoder::new(CountRead::new(&mut r));
+        if io::copy(&mut member, &mut io::sink()).is_err() {
+            break;
+        }
+        good += member.into_inner().count;
+    }
+    if good < len {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .set_len(good)?;
+    }
+    Ok(len - good)
+}
+
+/// Counts the bytes a reader hands out, so a gzip member's end is known.
+struct CountRead<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R> CountRead<R> {
+    fn new(inner: R) -> Self {
+        CountRead { inner, count: 0 }
+    }
+}
+
+impl<R: io::BufRead> io::Read for CountRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: io::BufRead> io::BufRead for CountRead<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.count += n as u64;
+        self.inner.consume(n);
+    }
+}
+
 /// Lists the WARC files in `dir`, oldest first.
 pub fn list_warc_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
@@ -279,6 +352,7 @@ mod tests {
 
     fn exchange(i: usize) -> Exchange {
         Exchange {
+            record_id: warc::Record::<BufferedBody>::generate_record_id(),
             target_uri: format!("http://example.test/{i}"),
             date: Utc::now(),
             ip: Some("127.0.0.1".parse().unwrap()),
@@ -324,5 +398,37 @@ mod tests {
             }
         }
         assert_eq!(responses, 10);
+    }
+
+    #[test]
+    fn repair_cuts_a_torn_last_record_and_keeps_whole_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = WarcConfig {
+            dir: dir.path().to_path_buf(),
+            prefix: "t".into(),
+            max_file_bytes: u64::MAX,
+        };
+        let mut f = RotatingFile::new(cfg.clone());
+        for i in 0..3 {
+            f.write_exchange(&exchange(i)).unwrap();
+        }
+        let files = f.finish().unwrap();
+        let whole = std::fs::read(&files[0]).unwrap();
+        assert_eq!(repair(&files[0]).unwrap(), 0, "a whole file is left alone");
+        // A kill in the middle of the next record.
+        let (resp, _) = records(&exchange(9)).unwrap();
+        let mut member = Vec::new();
+        write_member(&mut member, &resp).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(&member[..member.len() / 2]);
+        std::fs::write(&files[0], &torn).unwrap();
+        assert_eq!(repair(&files[0]).unwrap(), (member.len() / 2) as u64);
+        assert_eq!(std::fs::read(&files[0]).unwrap(), whole);
+        // The next run writes a file of its own next to it.
+        let mut again = RotatingFile::new(cfg);
+        again.write_exchange(&exchange(10)).unwrap();
+        let second = again.finish().unwrap();
+        assert_ne!(second, files);
+        assert_eq!(std::fs::read(&files[0]).unwrap(), whole);
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use trawl_core::counters::Counter;
+use trawl_core::journal::Journal;
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::state::State;
@@ -30,16 +31,28 @@ pub enum IndexerError {
     IndexStopped,
 }
 
+/// A page for the index task, with where its line in `pages.jsonl` ends.
+pub type IndexItem = (PageRecord, u64);
+
 /// The embedded runtime's index task: pages from the writer go into the knowledge base;
 /// when the channel closes, what is queued is written and the search indexes are built.
-/// Logs its progress every 10 seconds.
+/// With a journal, reports how far `pages.jsonl` is stored in the index each time nothing
+/// is left unwritten. Logs its progress every 10 seconds.
 pub async fn run_index(
     mut indexer: trawl_index::Indexer,
-    mut pages: mpsc::Receiver<PageRecord>,
+    mut pages: mpsc::Receiver<IndexItem>,
+    journal: Option<Arc<dyn Journal>>,
 ) -> Result<trawl_index::IndexStats, IndexerError> {
     let mut last = std::time::Instant::now();
-    while let Some(p) = pages.recv().await {
+    let mut end = None;
+    while let Some((p, line_end)) = pages.recv().await {
         indexer.add_page(&p).await?;
+        end = Some(line_end);
+        if let Some(j) = &journal
+            && indexer.is_flushed()
+        {
+            j.indexed(line_end)?;
+        }
         if last.elapsed() >= Duration::from_secs(10) {
             let s = indexer.stats();
             tracing::info!(
@@ -53,38 +66,59 @@ pub async fn run_index(
         }
     }
     tracing::info!("index: writing the last chunks and building the search indexes");
-    Ok(indexer.finish().await?)
+    let stats = indexer.finish().await?;
+    if let (Some(j), Some(end)) = (&journal, end) {
+        j.indexed(end)?;
+    }
+    Ok(stats)
 }
 
 /// `pages.jsonl`: one JSON object per line, appended as documents arrive.
 pub struct JsonlSink {
     out: BufWriter<File>,
+    /// Bytes in the file, buffered ones included.
+    len: u64,
 }
 
 impl JsonlSink {
     /// Opens `path` for appending (created if missing): a restarted writer keeps what the
     /// file already holds.
     pub fn append(path: &Path) -> Result<Self, IndexerError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let len = file.metadata()?.len();
         Ok(Self {
-            out: BufWriter::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            ),
+            out: BufWriter::new(file),
+            len,
         })
     }
 
     pub fn create(path: &Path) -> Result<Self, IndexerError> {
         Ok(Self {
             out: BufWriter::new(File::create(path)?),
+            len: 0,
         })
     }
 
-    pub fn write(&mut self, page: &PageRecord) -> Result<(), IndexerError> {
-        serde_json::to_writer(&mut self.out, page)?;
-        self.out.write_all(b"\n")?;
-        Ok(())
+    /// Appends one line; returns the offset it starts at.
+    pub fn write(&mut self, page: &PageRecord) -> Result<u64, IndexerError> {
+        let mut line = serde_json::to_vec(page)?;
+        line.push(b'\n');
+        self.out.write_all(&line)?;
+        let start = self.len;
+        self.len += line.len() as u64;
+        Ok(start)
+    }
+
+    /// The file's length once flushed.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     pub fn flush(&mut self) -> Result<(), IndexerError> {
@@ -139,7 +173,7 @@ pub enum IndexTarget {
     None,
     /// The embedded runtime's index task (a full channel slows the crawl down to the
     /// embedding speed instead of piling pages up in memory).
-    Task(mpsc::Sender<PageRecord>),
+    Task(mpsc::Sender<IndexItem>),
     /// The service: chunks embedded and stored before the ack; the full-text index
     /// refreshed every `refresh` and when the worker stops.
     InPlace {
@@ -148,12 +182,19 @@ pub enum IndexTarget {
     },
 }
 
+/// Where the embedded runtime's writer sends what it wrote: the index task, the journal.
+#[derive(Default, Clone)]
+pub struct WriterOutputs {
+    pub index: Option<mpsc::Sender<IndexItem>>,
+    pub journal: Option<Arc<dyn Journal>>,
+}
+
 /// The embedded runtime's writer over the hops (one: it owns `pages.jsonl`).
 pub fn spawn(
     workers: &mut Workers,
     sink: &Arc<std::sync::Mutex<JsonlSink>>,
     state: &Arc<dyn State>,
-    index: Option<mpsc::Sender<PageRecord>>,
+    outputs: WriterOutputs,
     hops: &Hops,
     stop: &Shutdown,
 ) {
@@ -161,22 +202,23 @@ pub fn spawn(
         hops.docs.clone(),
         sink.clone(),
         state.clone(),
-        index,
+        outputs,
         stop.clone(),
     ));
 }
 
-/// Writes documents as they come. One writer per output file. With `index`, each page is
-/// also handed to the index task before its message is acked.
+/// Writes documents as they come. One writer per output file. With an index, each page
+/// is also handed to the index task before its message is acked; with a journal, each
+/// flushed batch is reported with the counters that include it.
 pub async fn run_worker(
     docs: Arc<dyn Queue<Doc>>,
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
-    index: Option<mpsc::Sender<PageRecord>>,
+    outputs: WriterOutputs,
     stop: impl Into<Shutdown>,
 ) -> Result<(), IndexerError> {
-    let target = index.map_or(IndexTarget::None, IndexTarget::Task);
-    write_docs(docs, sink, state, target, stop.into()).await?;
+    let target = outputs.index.map_or(IndexTarget::None, IndexTarget::Task);
+    write_docs(docs, sink, state, target, outputs.journal, stop.into()).await?;
     Ok(())
 }
 
@@ -195,7 +237,7 @@ pub async fn run_indexing_worker(
         indexer: Box::new(indexer),
         refresh,
     };
-    match write_docs(docs, sink, state, target, stop.into()).await? {
+    match write_docs(docs, sink, state, target, None, stop.into()).await? {
         IndexTarget::InPlace { mut indexer, .. } => Ok(indexer.finish().await?),
         _ => Err(IndexerError::IndexStopped),
     }
@@ -209,6 +251,7 @@ async fn write_docs(
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
     mut target: IndexTarget,
+    journal: Option<Arc<dyn Journal>>,
     mut stop: Shutdown,
 ) -> Result<IndexTarget, IndexerError> {
     let mut last_refresh = std::time::Instant::now();
@@ -231,13 +274,15 @@ async fn write_docs(
             }
             continue;
         }
-        {
+        let (starts, end) = {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            let mut starts = Vec::with_capacity(batch.len());
             for d in &batch {
-                s.write(&d.msg.page)?;
+                starts.push(s.write(&d.msg.page)?);
             }
             s.flush()?;
-        }
+            (starts, s.len())
+        };
         if let IndexTarget::InPlace { indexer, .. } = &mut target {
             for d in &batch {
                 indexer.add_page(&d.msg.page).await?;
@@ -245,12 +290,23 @@ async fn write_docs(
             indexer.flush().await?;
             dirty = true;
         }
-        for d in batch {
+        for d in &batch {
             count_page(&*state, &d.msg.page).await?;
+        }
+        if let Some(j) = &journal {
+            let pages: Vec<(u64, &PageRecord)> = starts
+                .iter()
+                .copied()
+                .zip(batch.iter().map(|d| &d.msg.page))
+                .collect();
+            j.written(&pages, end, state.counters().await?)?;
+        }
+        let ends = starts.iter().skip(1).copied().chain([end]);
+        for (d, line_end) in batch.into_iter().zip(ends) {
             if let IndexTarget::Task(tx) = &target
                 && trawl_index::indexer::wants(&d.msg.page)
             {
-                tx.send(d.msg.page)
+                tx.send((d.msg.page, line_end))
                     .await
                     .map_err(|_| IndexerError::IndexStopped)?;
             }
@@ -306,7 +362,14 @@ pub async fn serve(ctx: StageContext) -> StageResult {
         }
         None => {
             ctx.set_ready();
-            run_worker(docs, sink.clone(), state, None, ctx.shutdown.clone()).await
+            run_worker(
+                docs,
+                sink.clone(),
+                state,
+                WriterOutputs::default(),
+                ctx.shutdown.clone(),
+            )
+            .await
         }
     };
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
