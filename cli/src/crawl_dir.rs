@@ -123,8 +123,8 @@ pub fn repair_warc(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The indexable pages of `pages.jsonl` between two offsets, each with where its line ends:
-/// written before a kill, not yet stored in the index.
+/// The pages of `pages.jsonl` between two offsets, each with where its line ends: written
+/// before a kill, not yet stored in the index.
 pub fn unindexed(path: &Path, from: u64, to: u64) -> anyhow::Result<Vec<(PageRecord, u64)>> {
     let mut out = Vec::new();
     if from >= to {
@@ -148,9 +148,7 @@ pub fn unindexed(path: &Path, from: u64, to: u64) -> anyhow::Result<Vec<(PageRec
                 path.display()
             )
         })?;
-        if trawl_index::indexer::wants(&page) {
-            out.push((page, at));
-        }
+        out.push((page, at));
     }
     Ok(out)
 }

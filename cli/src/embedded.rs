@@ -6,6 +6,7 @@
 //! The crawl is durable: its state is journaled to `crawl.db` in the output directory
 //! (`trawl-store`), and a crawl killed or interrupted there resumes with `--resume`.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::task::JoinHandle;
 use trawl_core::counters::Counters;
+use trawl_core::history::History;
 use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
@@ -22,8 +24,10 @@ use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
 use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
 use trawl_index::{IndexOptions, IndexStats};
-use trawl_indexer::{IndexItem, IndexerError, JsonlSink, WriterOutputs};
+use trawl_indexer::changes::{Recrawl, Schedule};
+use trawl_indexer::{IndexItem, IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
 use trawl_store::durable::{DurableState, JournaledQueue};
+use trawl_store::history::StoreHistory;
 use trawl_store::journal::{Journal, JournalTask};
 use trawl_store::resume::Resume;
 
@@ -82,6 +86,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         interrupted,
     );
     report.index = index;
+    report.webhook = p.deliveries.take();
     std::fs::write(&plan.report, serde_json::to_vec_pretty(&report)?)
         .with_context(|| format!("writing {}", plan.report.display()))?;
     if let Some(e) = failure {
@@ -106,6 +111,8 @@ struct Plan {
     report: PathBuf,
     warc_dir: PathBuf,
     index: Option<IndexOptions>,
+    /// A re-crawl's earlier crawl: where it is and what it knew.
+    since: Option<(PathBuf, Arc<StoreHistory>)>,
 }
 
 impl Plan {
@@ -124,14 +131,34 @@ impl Plan {
             settings: opts.crawl.clone(),
             index: opts.index.settings.index.clone(),
         };
-        let index = (!opts.index.no_index).then(|| opts.index.options(&opts.out));
+        let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
+        let since = match (&opts.since, start_kind) {
+            (Some(d), _) => Some(d.clone()),
+            (None, Start::Resume) => trawl_store::dir::since_of(&opts.out)?,
+            _ => None,
+        };
+        let since = match since {
+            Some(d) => {
+                let h = StoreHistory::open(&d).with_context(|| {
+                    format!("--since {}: the crawl to compare with", d.display())
+                })?;
+                Some((d, Arc::new(h)))
+            }
+            None => None,
+        };
+        let index = (!opts.index.no_index).then(|| match (&since, &opts.index.index_uri) {
+            // A re-crawl updates the earlier crawl's index: only changed pages are written.
+            (Some((d, _)), None) => trawl_store::dir::index_of(d)
+                .map(|dir| opts.index.settings.options(&dir))
+                .unwrap_or_else(|_| opts.index.options(&opts.out)),
+            _ => opts.index.options(&opts.out),
+        });
         if let Some(o) = index.as_ref().filter(|o| o.embed) {
             // A mistyped model directory stops the crawl before any output is touched.
             trawl_index::model::check_dir(&trawl_index::model::resolve_dir(
                 o.model_dir.as_deref(),
             ))?;
         }
-        let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
         if start_kind == Start::Resume {
             // The crawl keeps its id; the settings are this command's.
             spec.crawl = trawl_store::dir::crawl_id(&opts.out)?;
@@ -144,6 +171,7 @@ impl Plan {
             report: opts.out.join("report.json"),
             warc_dir: opts.out.join("warc"),
             index,
+            since,
         })
     }
 }
@@ -159,6 +187,8 @@ struct Outputs {
     index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
     warc: Option<WarcWriterTask>,
     sink: Arc<Mutex<JsonlSink>>,
+    /// A re-crawl's `changes.jsonl`.
+    changes: Option<JsonlSink>,
 }
 
 impl Outputs {
@@ -174,10 +204,12 @@ impl Outputs {
         std::fs::create_dir_all(out)
             .with_context(|| format!("creating output directory {}", out.display()))?;
         let started_at = chrono::Utc::now().to_rfc3339();
+        let changes_path = out.join("changes.jsonl");
         let (conn, resume) = match plan.start {
             Start::Resume => {
                 let (conn, r) = trawl_store::resume::open(out, &plan.spec)?;
                 crawl_dir::cut_pages(&plan.pages, r.pages_offset)?;
+                crawl_dir::cut_pages(&changes_path, r.changes_offset)?;
                 crawl_dir::repair_warc(&plan.warc_dir)?;
                 (conn, Some(r))
             }
@@ -185,6 +217,17 @@ impl Outputs {
                 trawl_store::resume::create(out, &plan.spec, &started_at)?,
                 None,
             ),
+        };
+        use trawl_store::schema::{self, keys};
+        if let Some(o) = &plan.index {
+            schema::set(&conn, keys::INDEX_URI, &o.uri)?;
+        }
+        let changes = match &plan.since {
+            Some((d, _)) => {
+                schema::set(&conn, keys::SINCE, &d.to_string_lossy())?;
+                Some(JsonlSink::append(&changes_path)?)
+            }
+            None => None,
         };
         let journal_task = JournalTask::start(conn)?;
         let journal = journal_task.journal();
@@ -197,7 +240,12 @@ impl Outputs {
                 let j: Arc<dyn trawl_core::journal::Journal> = Arc::new(journal.clone());
                 let task = tokio::spawn(trawl_indexer::run_index(ix, rx, Some(j)));
                 if let Some(r) = &resume {
-                    for item in crawl_dir::unindexed(&plan.pages, r.index_offset, r.pages_offset)? {
+                    for (page, end) in
+                        crawl_dir::unindexed(&plan.pages, r.index_offset, r.pages_offset)?
+                    {
+                        let Some(item) = IndexItem::of_line(page, end) else {
+                            continue;
+                        };
                         tx.send(item)
                             .await
                             .map_err(|_| anyhow::anyhow!("the index task stopped"))?;
@@ -220,6 +268,7 @@ impl Outputs {
             index_task,
             warc,
             sink,
+            changes,
         })
     }
 }
@@ -287,6 +336,77 @@ struct Pipeline {
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,
+    memory: Arc<MemoryState>,
+    crawl: String,
+    /// A re-crawl's end-of-crawl check of the earlier crawl's URLs, until it is done.
+    recheck: Option<Recheck>,
+    webhook: Option<JoinHandle<crate::webhook::Deliveries>>,
+    deliveries: Option<crate::webhook::Deliveries>,
+}
+
+/// The earlier crawl's URLs this crawl did not reach are fetched once the crawl is done:
+/// still there (not linked any more), changed, or removed.
+struct Recheck {
+    history: Arc<StoreHistory>,
+    unlinked: Arc<Mutex<HashSet<String>>>,
+}
+
+/// A re-crawl's writer outputs, its webhook notifier and its end-of-crawl check.
+type RecrawlParts = (
+    Option<Arc<RecrawlOutputs>>,
+    Option<JoinHandle<crate::webhook::Deliveries>>,
+    Option<Recheck>,
+);
+
+fn recrawl_parts(
+    opts: &CrawlOptions,
+    plan: &Plan,
+    changes: Option<JsonlSink>,
+) -> anyhow::Result<RecrawlParts> {
+    let (Some((_, history)), Some(changes)) = (&plan.since, changes) else {
+        return Ok((None, None, None));
+    };
+    let s = &plan.spec.settings;
+    let (notify, webhook) = match &s.webhook_url {
+        Some(url) => {
+            let secret = std::env::var("TRAWL_WEBHOOK_SECRET").ok();
+            if secret.is_none() {
+                tracing::warn!(
+                    "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
+                );
+            }
+            let cfg = crate::webhook::WebhookConfig {
+                url: url.clone(),
+                secret: secret
+                    .as_deref()
+                    .map(crate::webhook::WebhookConfig::secret_from),
+                tries: s.webhook_tries.max(1),
+                backoff: Duration::from_millis(s.webhook_backoff_ms),
+                wait_after: Duration::from_secs(s.webhook_wait_s),
+                undelivered: opts.out.join("changes-undelivered.jsonl"),
+            };
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            (Some(tx), Some(tokio::spawn(crate::webhook::run(cfg, rx))))
+        }
+        None => (None, None),
+    };
+    let unlinked = Arc::new(Mutex::new(HashSet::new()));
+    let outputs = RecrawlOutputs {
+        compare: Recrawl {
+            history: history.clone(),
+            crawl: plan.spec.crawl.clone(),
+            since: history.crawl.clone(),
+            schedule: Schedule::default(),
+            unlinked: unlinked.clone(),
+        },
+        changes: Mutex::new(changes),
+        notify,
+    };
+    let recheck = Recheck {
+        history: history.clone(),
+        unlinked,
+    };
+    Ok((Some(Arc::new(outputs)), webhook, Some(recheck)))
 }
 
 impl Pipeline {
@@ -300,7 +420,9 @@ impl Pipeline {
             index_task,
             warc,
             sink,
+            changes,
         } = Outputs::open(opts, plan).await?;
+        let (recrawl, webhook, recheck) = recrawl_parts(opts, plan, changes)?;
         let tracker = WorkTracker::default();
         let memory = Arc::new(MemoryState::new(
             s.max_queued,
@@ -319,19 +441,23 @@ impl Pipeline {
         if let Some(r) = &resume {
             restore(r, &memory, gate.as_deref()).await?;
         }
-        let state: Arc<dyn State> = Arc::new(DurableState::new(memory, journal.clone()));
+        let state: Arc<dyn State> = Arc::new(DurableState::new(memory.clone(), journal.clone()));
         let crawl = &plan.spec.crawl;
         let frontier = Arc::new(Frontier::new(
             FrontierConfig::from_settings(crawl, s, plan.spec.scope()),
             state.clone(),
         ));
-        let fetcher = Arc::new(Fetcher::new(
+        let mut fetcher = Fetcher::new(
             FetcherConfig::from_settings(crawl, s),
             state.clone(),
             plan.spec.scope(),
             s.normalizer(),
             warc.as_ref().map(|w| w.handle()),
-        )?);
+        )?;
+        if let Some((_, h)) = &plan.since {
+            fetcher = fetcher.with_history(h.clone());
+        }
+        let fetcher = Arc::new(fetcher);
         let (intake_stop, intake_rx) = shutdown();
         let (output_stop, output_rx) = shutdown();
         let mut intake = Workers::new();
@@ -349,6 +475,7 @@ impl Pipeline {
         let writer = WriterOutputs {
             index: index_tx,
             journal: Some(Arc::new(journal.clone())),
+            recrawl,
         };
         trawl_indexer::spawn(&mut output, &sink, &state, writer, &hops, &output_rx);
         // With the stages running: the frontier takes batches as they come.
@@ -380,7 +507,47 @@ impl Pipeline {
             index_task,
             journal_task: Some(journal_task),
             started_at,
+            memory,
+            crawl: plan.spec.crawl.clone(),
+            recheck,
+            webhook,
+            deliveries: None,
         })
+    }
+
+    /// Offers the earlier crawl's URLs this crawl has not seen to the frontier; returns
+    /// how many.
+    async fn recheck(&self, r: Recheck) -> anyhow::Result<usize> {
+        let missing: Vec<trawl_core::DiscoveredUrl> = r
+            .history
+            .known()
+            .await?
+            .into_iter()
+            .filter(|(u, _, _)| !self.memory.is_seen(u))
+            .map(|(url, depth, kind)| trawl_core::DiscoveredUrl { url, depth, kind })
+            .collect();
+        r.unlinked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(missing.iter().map(|u| u.url.clone()));
+        for chunk in missing.chunks(1000) {
+            self.queues
+                .discovered
+                .publish(trawl_core::Discovered {
+                    v: trawl_core::MESSAGE_VERSION,
+                    crawl: self.crawl.clone(),
+                    source: None,
+                    urls: chunk.to_vec(),
+                })
+                .await?;
+        }
+        if !missing.is_empty() {
+            tracing::info!(
+                urls = missing.len(),
+                "checking the earlier crawl's URLs this crawl did not reach"
+            );
+        }
+        Ok(missing.len())
     }
 
     async fn show(&self, progress: &Progress, started: Instant) {
@@ -457,6 +624,16 @@ impl Pipeline {
             },
             None => None,
         };
+        // The writer has ended and dropped the notifier's sender: it delivers what is left.
+        if let Some(w) = self.webhook.take() {
+            match w.await {
+                Ok(d) => self.deliveries = Some(d),
+                Err(e) => keep_first(
+                    failure,
+                    anyhow::anyhow!("the webhook notifier panicked: {e}"),
+                ),
+            }
+        }
         let warc_files = match self.warc.take() {
             Some(w) => match tokio::task::spawn_blocking(move || w.finish()).await {
                 Ok(Ok(files)) => files,
@@ -540,7 +717,14 @@ async fn supervise(p: &mut Pipeline, progress: &Progress, started: Instant) -> S
         }
         p.show(progress, started).await;
         if p.tracker.outstanding() <= 0 {
-            break Stop::Done;
+            let Some(r) = p.recheck.take() else {
+                break Stop::Done;
+            };
+            match p.recheck(r).await {
+                Ok(0) => break Stop::Done,
+                Ok(_) => {}
+                Err(e) => break Stop::Failed(e),
+            }
         }
     }
 }

@@ -100,6 +100,12 @@ pub struct CrawlOptions {
     /// Delete the crawl in --out (trawl's files only) and start over.
     #[arg(long)]
     pub overwrite: bool,
+    /// Re-crawl: compare with the finished crawl in DIR. Requests are conditional on its
+    /// validators, unchanged pages are carried forward (not indexed again), new, changed
+    /// and removed ones are written to `changes.jsonl` (and the webhook); its index is
+    /// updated in place unless --index is given.
+    #[arg(long, value_name = "DIR")]
+    pub since: Option<PathBuf>,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

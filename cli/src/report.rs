@@ -67,6 +67,13 @@ pub struct CrawlReport {
     /// The search index: pages, chunks, aliases, indexes built (absent with --no-index).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<trawl_index::IndexStats>,
+    /// A re-crawl's pages by how they compare with the earlier crawl (`new`, `same`,
+    /// `changed`, `removed`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub changes: BTreeMap<String, i64>,
+    /// Webhook deliveries of the change events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<crate::webhook::Deliveries>,
 }
 
 impl CrawlReport {
@@ -133,6 +140,8 @@ impl CrawlReport {
             warc_files: warc_files.to_vec(),
             interrupted,
             index: None,
+            changes: c.changes(),
+            webhook: None,
         }
     }
 }

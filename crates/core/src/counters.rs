@@ -46,6 +46,9 @@ pub enum Counter {
     PagesByStatus(String),
     /// Pages by `error.kind`.
     PagesByError(String),
+    /// Re-crawled pages by how they compare with the earlier crawl (`new`, `same`,
+    /// `changed`, `removed`).
+    PagesByChange(String),
     /// Pages reached through at least one redirect.
     PagesRedirected,
     /// Redirect hops followed, summed.
@@ -87,12 +90,13 @@ const FIXED: [(Counter, &str); 22] = [
 type Labelled = fn(String) -> Counter;
 
 /// The labelled families: key prefix and constructor.
-const LABELLED: [(&str, Labelled); 5] = [
+const LABELLED: [(&str, Labelled); 6] = [
     ("frontier.trap.", Counter::FrontierTrap),
     ("frontier.host_pages.", Counter::HostPages),
     ("frontier.query_variants.", Counter::QueryVariants),
     ("pages.status.", Counter::PagesByStatus),
     ("pages.error.", Counter::PagesByError),
+    ("pages.change.", Counter::PagesByChange),
 ];
 
 impl Counter {
@@ -105,6 +109,7 @@ impl Counter {
             Counter::QueryVariants(l) => labelled(LABELLED[2].0, l),
             Counter::PagesByStatus(l) => labelled(LABELLED[3].0, l),
             Counter::PagesByError(l) => labelled(LABELLED[4].0, l),
+            Counter::PagesByChange(l) => labelled(LABELLED[5].0, l),
             fixed => FIXED
                 .iter()
                 .find(|(c, _)| c == fixed)
@@ -161,6 +166,14 @@ impl Counters {
     pub fn errors(&self) -> BTreeMap<String, i64> {
         self.family(|c| match c {
             Counter::PagesByError(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Re-crawled pages by how they compare with the earlier crawl.
+    pub fn changes(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::PagesByChange(l) => Some(l),
             _ => None,
         })
     }

@@ -14,12 +14,14 @@ use crate::{CoreResult, PageRecord};
 pub trait Journal: Send + Sync {
     /// `pages` are in `pages.jsonl` (written and flushed), each with the offset its line
     /// starts at; `end` is the file's length after them; `counters` are the crawl's counters
-    /// with these pages counted.
+    /// with these pages counted; `changes_end` the length of `changes.jsonl` after their
+    /// change events, on a re-crawl.
     fn written(
         &self,
         pages: &[(u64, &PageRecord)],
         end: u64,
         counters: BTreeMap<String, i64>,
+        changes_end: Option<u64>,
     ) -> CoreResult<()>;
     /// Every indexable page whose line ends at or before `end` is stored in the index.
     fn indexed(&self, end: u64) -> CoreResult<()>;

@@ -5,8 +5,11 @@
 //! Every stage is written against the traits only, so the embedded runtime (in-memory) and
 //! the cluster runtime (NATS JetStream / Redis) run the same stage code.
 
+pub mod change;
 pub mod clock;
 pub mod counters;
+#[cfg(feature = "runtime")]
+pub mod history;
 #[cfg(feature = "runtime")]
 pub mod journal;
 pub mod message;

@@ -107,9 +107,13 @@ pub struct ResponseFacts {
     /// `sha1:` + base32 of the payload as received (the WARC-Payload-Digest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_digest: Option<String>,
-    /// The WARC response record, when WARC output is on.
+    /// The last full WARC response record of the URL, when WARC output is on (for a
+    /// revisit, the earlier crawl's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warc: Option<WarcRef>,
+    /// This fetch's WARC revisit record (a 304, or the same payload as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revisit: Option<WarcRef>,
 }
 
 impl ResponseFacts {
@@ -179,6 +183,9 @@ pub struct PageRecord {
         skip_serializing_if = "ResponseFacts::is_empty"
     )]
     pub facts: ResponseFacts,
+    /// On a re-crawl (`--since`): how the page compares with the earlier crawl.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<crate::change::PageChange>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -144,6 +144,11 @@ impl MemoryState {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether `key` is in the seen-set.
+    pub fn is_seen(&self, key: &str) -> bool {
+        self.lock().seen.contains(&seen_digest(key))
+    }
+
     /// Puts [`seen_digest`]s back into the seen-set (a resumed crawl's).
     pub fn restore_seen(&self, digests: impl IntoIterator<Item = u128>) {
         self.lock().seen.extend(digests);

@@ -80,6 +80,8 @@ impl IndexOptions {
 pub struct IndexStats {
     pub pages: u64,
     pub pages_replaced: u64,
+    /// Pages taken out (removed on a re-crawl).
+    pub pages_removed: u64,
     pub pages_skipped: u64,
     pub chunks: u64,
     pub aliases_exact: u64,
@@ -303,6 +305,19 @@ impl Indexer {
             self.flush().await?;
         }
         Ok(true)
+    }
+
+    /// Takes the page indexed under `canonical` out (its rows go at the next flush, and
+    /// aliases pointing at them are resolved again). False when it is not in the index.
+    pub fn remove_page(&mut self, canonical: &str) -> bool {
+        match self.pages.remove(canonical) {
+            Some(old) => {
+                self.forget(canonical, &old);
+                self.stats.pages_removed += 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Takes a page's earlier chunks out of the gate, the queue and (at the next flush)

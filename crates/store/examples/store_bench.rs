@@ -38,6 +38,7 @@ fn page(i: usize) -> PageRecord {
                 record_id: format!("<urn:uuid:{i:08x}-1c2d-4e5f-8a9b-0c1d2e3f4a5b>"),
                 date: "2026-12-01T10:00:00Z".into(),
             }),
+            revisit: None,
         },
         ..PageRecord::default()
     }
@@ -83,7 +84,7 @@ fn sqlite(dir: &std::path::Path, n: usize) -> (f64, u64, f64) {
                 (offset, p)
             })
             .collect();
-        j.written(&refs, offset, Default::default()).unwrap();
+        j.written(&refs, offset, Default::default(), None).unwrap();
     }
     drop(j);
     task.finish(true).unwrap();

@@ -105,6 +105,20 @@ pub fn crawl_id(dir: &Path) -> StoreResult<String> {
     summary(dir).map(|s| s.crawl)
 }
 
+/// The earlier crawl a re-crawl in `dir` compares with.
+pub fn since_of(dir: &Path) -> StoreResult<Option<std::path::PathBuf>> {
+    let conn = schema::open(&dir.join(DB_FILE))?;
+    Ok(schema::get(&conn, keys::SINCE)?.map(std::path::PathBuf::from))
+}
+
+/// Where the index of the crawl in `dir` is.
+pub fn index_of(dir: &Path) -> StoreResult<std::path::PathBuf> {
+    let conn = schema::open(&dir.join(DB_FILE))?;
+    Ok(schema::get(&conn, keys::INDEX_URI)?
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.join("index")))
+}
+
 /// Removes trawl's outputs from `dir` (and nothing else).
 pub fn remove_outputs(dir: &Path) -> StoreResult<()> {
     for name in OUTPUTS {

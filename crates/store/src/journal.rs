@@ -41,6 +41,10 @@ pub struct PageFacts {
     pub fetched_at: String,
     pub warc_record_id: Option<String>,
     pub warc_date: Option<String>,
+    pub changed_at: Option<String>,
+    pub interval_s: Option<u64>,
+    pub next_due: Option<String>,
+    pub fails: u32,
 }
 
 impl PageFacts {
@@ -60,6 +64,10 @@ impl PageFacts {
             fetched_at: p.fetched_at.clone(),
             warc_record_id: p.facts.warc.as_ref().map(|w| w.record_id.clone()),
             warc_date: p.facts.warc.as_ref().map(|w| w.date.clone()),
+            changed_at: p.change.as_ref().map(|c| c.changed_at.clone()),
+            interval_s: p.change.as_ref().map(|c| c.interval_s),
+            next_due: p.change.as_ref().map(|c| c.next_due.clone()),
+            fails: p.change.as_ref().map_or(0, |c| c.fails),
         }
     }
 }
@@ -78,6 +86,7 @@ enum Event {
         pages: Vec<PageFacts>,
         end: u64,
         counters: BTreeMap<String, i64>,
+        changes_end: Option<u64>,
     },
     Indexed(u64),
     /// Commit now, then answer.
@@ -150,11 +159,13 @@ impl trawl_core::journal::Journal for Journal {
         pages: &[(u64, &PageRecord)],
         end: u64,
         counters: BTreeMap<String, i64>,
+        changes_end: Option<u64>,
     ) -> CoreResult<()> {
         self.send(Event::Written {
             pages: pages.iter().map(|(o, p)| PageFacts::of(*o, p)).collect(),
             end,
             counters,
+            changes_end,
         })
     }
 
@@ -282,6 +293,7 @@ impl Batch {
         let mut pages_end = None;
         let mut index_end = None;
         let mut counters = None;
+        let mut changes_end = None;
         for e in self.events.drain(..) {
             match e {
                 Event::Seen(url) => {
@@ -322,12 +334,14 @@ impl Batch {
                     pages,
                     end,
                     counters: c,
+                    changes_end: ce,
                 } => {
                     for p in &pages {
                         write_page(&tx, p)?;
                     }
                     pages_end = Some(end);
                     counters = Some(c);
+                    changes_end = ce.or(changes_end);
                 }
                 Event::Indexed(end) => index_end = Some(end),
                 Event::Sync(_) | Event::Close | Event::Nothing => {}
@@ -342,6 +356,9 @@ impl Batch {
         if let Some(c) = counters {
             schema::set(&tx, keys::COUNTERS, &serde_json::to_string(&c)?)?;
         }
+        if let Some(end) = changes_end {
+            schema::set(&tx, keys::CHANGES_OFFSET, &end.to_string())?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -351,13 +368,16 @@ fn write_page(tx: &rusqlite::Transaction<'_>, p: &PageFacts) -> StoreResult<()> 
     tx.prepare_cached(
         "INSERT INTO urls(url, state, status, final_url, error, etag, last_modified,
                           payload_digest, text_hash, simhash, duplicate_of, fetched_at,
-                          warc_record_id, warc_date, page_offset)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                          warc_record_id, warc_date, page_offset, changed_at, interval_s,
+                          next_due, fails)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                 ?18, ?19)
          ON CONFLICT(url) DO UPDATE SET
            state = ?2, status = ?3, final_url = ?4, error = ?5, etag = ?6,
            last_modified = ?7, payload_digest = ?8, text_hash = ?9, simhash = ?10,
            duplicate_of = ?11, fetched_at = ?12, warc_record_id = ?13, warc_date = ?14,
-           page_offset = ?15",
+           page_offset = ?15, changed_at = ?16, interval_s = ?17, next_due = ?18,
+           fails = ?19",
     )?
     .execute(params![
         p.url,
@@ -374,7 +394,11 @@ fn write_page(tx: &rusqlite::Transaction<'_>, p: &PageFacts) -> StoreResult<()> 
         p.fetched_at,
         p.warc_record_id,
         p.warc_date,
-        p.offset as i64
+        p.offset as i64,
+        p.changed_at,
+        p.interval_s.map(|s| s as i64),
+        p.next_due,
+        p.fails
     ])?;
     Ok(())
 }

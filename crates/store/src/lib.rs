@@ -11,10 +11,12 @@
 //! - [`durable`]: the in-memory state and discovered hop of the embedded runtime, wrapped
 //!   to report to the journal.
 //! - [`resume`]: what a resumed crawl reads back.
+//! - [`history`]: an earlier crawl's directory, as what a re-crawl compares with.
 //! - [`dir`]: what an output directory holds, before anything is written to it.
 
 pub mod dir;
 pub mod durable;
+pub mod history;
 pub mod journal;
 pub mod resume;
 pub mod schema;

@@ -38,6 +38,8 @@ pub struct Resume {
     pub pages_offset: u64,
     /// Lines of `pages.jsonl` from here to `pages_offset` go to the index again.
     pub index_offset: u64,
+    /// `changes.jsonl` is cut back to this length.
+    pub changes_offset: u64,
     pub kept: Vec<KeptPage>,
 }
 
@@ -83,6 +85,7 @@ fn read(conn: &Connection, crawl: &str) -> StoreResult<Resume> {
         runs: schema::get_u64(conn, keys::RUNS)?,
         pages_offset: schema::get_u64(conn, keys::PAGES_OFFSET)?,
         index_offset: schema::get_u64(conn, keys::INDEX_OFFSET)?,
+        changes_offset: schema::get_u64(conn, keys::CHANGES_OFFSET)?,
         counters: schema::get(conn, keys::COUNTERS)?
             .map(|s| serde_json::from_str(&s))
             .transpose()?
@@ -219,7 +222,7 @@ mod tests {
             ..PageRecord::default()
         };
         let counters = [("pages".to_string(), 1i64)].into_iter().collect();
-        j.written(&[(0, &page)], 120, counters).unwrap();
+        j.written(&[(0, &page)], 120, counters, None).unwrap();
         j.indexed(60).unwrap();
         j.sync().unwrap();
         drop(j);

@@ -121,6 +121,12 @@ pub mod keys {
     pub const INDEX_OFFSET: &str = "index_offset";
     /// The crawl's counters (JSON object), as of `pages_offset`.
     pub const COUNTERS: &str = "counters";
+    /// `changes.jsonl` is consistent with the store up to this byte (a re-crawl's).
+    pub const CHANGES_OFFSET: &str = "changes_offset";
+    /// The directory of the crawl this one is compared with (`--since`).
+    pub const SINCE: &str = "since";
+    /// Where the crawl's index is (a re-crawl updates its earlier crawl's in place).
+    pub const INDEX_URI: &str = "index_uri";
 }
 
 pub const RUNNING: &str = "running";

@@ -5,6 +5,7 @@
 //! charsets, binary content) and, optionally, a directory. Every request is logged with its
 //! start and end time so tests can check politeness from the server's side.
 
+mod changing;
 mod scenarios;
 
 use std::net::SocketAddr;
@@ -79,6 +80,11 @@ pub struct LogEntry {
     /// The Host header: tells `localhost` from `127.0.0.1` requests.
     pub host: String,
     pub user_agent: String,
+    /// The request's validators, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_none_match: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_modified_since: Option<String>,
     /// Microseconds since the Unix epoch when the request arrived.
     pub start_us: u64,
     /// Microseconds since the Unix epoch when the response was handed to the connection.
@@ -93,6 +99,7 @@ pub(crate) struct Shared {
     pub log_file: Option<Arc<Mutex<std::fs::File>>>,
     pub hits: Arc<Mutex<std::collections::HashMap<String, u32>>>,
     pub bomb: Arc<std::sync::OnceLock<bytes::Bytes>>,
+    pub changing: Arc<Mutex<changing::Pages>>,
 }
 
 /// A running test site; it stops when dropped.
@@ -109,6 +116,12 @@ fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
+fn header(h: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 async fn record(State(s): State<Shared>, req: Request, next: Next) -> Response {
     let start_us = now_us();
     let method = req.method().to_string();
@@ -123,12 +136,9 @@ async fn record(State(s): State<Shared>, req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let host = req
-        .headers()
-        .get("host")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let host = header(req.headers(), "host").unwrap_or_default();
+    let if_none_match = header(req.headers(), "if-none-match");
+    let if_modified_since = header(req.headers(), "if-modified-since");
     let resp = next.run(req).await;
     let entry = LogEntry {
         method,
@@ -136,6 +146,8 @@ async fn record(State(s): State<Shared>, req: Request, next: Next) -> Response {
         status: resp.status().as_u16(),
         host,
         user_agent,
+        if_none_match,
+        if_modified_since,
         start_us,
         end_us: now_us(),
     };
@@ -166,6 +178,7 @@ impl TestSite {
             log_file,
             hits: Arc::default(),
             bomb: Arc::default(),
+            changing: Arc::default(),
         };
         let app: Router = scenarios::router(shared.clone())
             .layer(middleware::from_fn_with_state(shared.clone(), record));
@@ -200,6 +213,16 @@ impl TestSite {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Sets (or with `None` removes) the page at `/changing/{name}`; `validators` decides
+    /// whether it is served with `ETag` and `Last-Modified` (and 304s).
+    pub fn set_page(&self, name: &str, body: Option<&str>, validators: bool) {
+        self.shared
+            .changing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set(name, body.map(str::to_string), validators);
     }
 
     /// Requests to paths starting with `prefix`.

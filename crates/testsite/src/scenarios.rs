@@ -71,6 +71,7 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/trap/deep/", get(deep))
         .route("/trap/deep/{*rest}", get(deep))
         .route("/dup/{name}", get(dup))
+        .route("/changing/{name}", get(crate::changing::changing))
         .route("/scenarios", get(scenarios_index));
     if !matches!(s.cfg.robots, Robots::FromDir) {
         r = r.route("/robots.txt", get(robots));

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 use trawl_core::FetchFailure;
 use trawl_core::clock::now_ms;
 use trawl_core::counters::Counter;
@@ -47,15 +47,18 @@ impl Fetcher {
         const ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
         const ACCEPT_ENCODING: &str = "gzip, deflate";
         let started = Utc::now();
-        let mut resp = self
+        let prior = self.prior(url).await;
+        let conditions = prior.as_ref().map(conditions).unwrap_or_default();
+        let mut req = self
             .client
             .get(url.clone())
             .header("User-Agent", &self.cfg.user_agent)
             .header("Accept", ACCEPT)
-            .header("Accept-Encoding", ACCEPT_ENCODING)
-            .send()
-            .await
-            .map_err(classify)?;
+            .header("Accept-Encoding", ACCEPT_ENCODING);
+        for (name, value) in &conditions {
+            req = req.header(*name, value.clone());
+        }
+        let mut resp = req.send().await.map_err(classify)?;
         let status = resp.status();
         let version = resp.version();
         let ip = resp.remote_addr().map(|a| a.ip());
@@ -77,18 +80,33 @@ impl Fetcher {
                 Err(e) => return Err(classify(e)),
             }
         }
+        let payload_digest = crate::warcout::payload_digest(&payload);
+        let revisit = prior
+            .as_ref()
+            .and_then(|p| revisit_of(p, status.as_u16(), &payload_digest));
         let mut archived = None;
         if let Some(warc) = &self.warc {
             let record_id = warc::Record::<warc::BufferedBody>::generate_record_id();
+            let head = RequestHead {
+                ua: &self.cfg.user_agent,
+                accept: ACCEPT,
+                accept_encoding: ACCEPT_ENCODING,
+                conditions: &conditions,
+            };
             let ex = Exchange {
                 record_id: record_id.clone(),
                 target_uri: url.to_string(),
                 date: started,
                 ip,
-                request_head: request_head(url, &self.cfg.user_agent, ACCEPT, ACCEPT_ENCODING),
+                request_head: request_head(url, &head),
                 response_head: response_head(version, status, &headers),
-                payload: payload.clone(),
+                payload: if revisit.is_some() {
+                    Vec::new()
+                } else {
+                    payload.clone()
+                },
                 truncated,
+                revisit: revisit.clone(),
             };
             match warc.write(ex).await {
                 Ok(()) => {
@@ -107,8 +125,61 @@ impl Fetcher {
             payload,
             truncated,
             archived,
+            payload_digest,
+            prior,
+            revisit_of: revisit.map(|r| r.refers_to),
         })
     }
+
+    /// What the earlier crawl knew of `url`, when it had the page.
+    async fn prior(&self, url: &Url) -> Option<trawl_core::history::Prior> {
+        let h = self.history.as_ref()?;
+        match h.prior(url.as_str()).await {
+            Ok(p) => p.filter(|p| p.was_ok()),
+            Err(e) => {
+                tracing::warn!(error = %e, url = %url, "the earlier crawl cannot be read");
+                None
+            }
+        }
+    }
+}
+
+/// `If-None-Match` / `If-Modified-Since` from the earlier response's validators, verbatim;
+/// a validator that is not a valid header value is left out.
+fn conditions(p: &trawl_core::history::Prior) -> Vec<(&'static str, HeaderValue)> {
+    let mut out = Vec::new();
+    let pairs = [
+        ("If-None-Match", &p.facts.etag),
+        ("If-Modified-Since", &p.facts.last_modified),
+    ];
+    for (name, v) in pairs {
+        if let Some(v) = v.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+            out.push((name, v));
+        }
+    }
+    out
+}
+
+/// The WARC revisit a response makes of the earlier full one: a 304 (server-not-modified)
+/// or a 200 with the same payload digest (identical-payload-digest).
+fn revisit_of(
+    p: &trawl_core::history::Prior,
+    status: u16,
+    digest: &str,
+) -> Option<crate::warcout::Revisit> {
+    let full = p.facts.warc.clone()?;
+    let profile = if status == 304 {
+        crate::warcout::RevisitProfile::ServerNotModified
+    } else if (200..300).contains(&status) && p.facts.payload_digest.as_deref() == Some(digest) {
+        crate::warcout::RevisitProfile::IdenticalPayloadDigest
+    } else {
+        return None;
+    };
+    Some(crate::warcout::Revisit {
+        profile,
+        refers_to: full,
+        payload_digest: p.facts.payload_digest.clone(),
+    })
 }
 
 fn classify(e: reqwest::Error) -> FetchFailure {
@@ -141,17 +212,36 @@ fn classify(e: reqwest::Error) -> FetchFailure {
     failure(kind, chain)
 }
 
-fn request_head(url: &Url, ua: &str, accept: &str, accept_encoding: &str) -> Vec<u8> {
+/// The headers a request was sent with, for its WARC record.
+struct RequestHead<'a> {
+    ua: &'a str,
+    accept: &'a str,
+    accept_encoding: &'a str,
+    conditions: &'a [(&'static str, HeaderValue)],
+}
+
+fn request_head(url: &Url, h: &RequestHead<'_>) -> Vec<u8> {
     let mut target = url.path().to_string();
     if let Some(q) = url.query() {
         target.push('?');
         target.push_str(q);
     }
-    format!(
-        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {ua}\r\nAccept: {accept}\r\nAccept-Encoding: {accept_encoding}\r\n\r\n",
-        host_key(url)
+    let mut out = format!(
+        "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {}\r\nAccept: {}\r\nAccept-Encoding: {}\r\n",
+        host_key(url),
+        h.ua,
+        h.accept,
+        h.accept_encoding
     )
-    .into_bytes()
+    .into_bytes();
+    for (name, value) in h.conditions {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
 fn response_head(

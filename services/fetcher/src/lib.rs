@@ -135,6 +135,12 @@ pub(crate) struct Response {
     pub(crate) truncated: bool,
     /// The response's WARC record.
     pub(crate) archived: Option<trawl_core::WarcRef>,
+    /// `sha1:` + base32 of the payload.
+    pub(crate) payload_digest: String,
+    /// The earlier crawl's facts, when the request was conditional on them.
+    pub(crate) prior: Option<trawl_core::history::Prior>,
+    /// The record was a revisit of this earlier full response.
+    pub(crate) revisit_of: Option<trawl_core::WarcRef>,
 }
 
 pub(crate) fn failure(kind: &str, message: impl Into<String>) -> FetchFailure {
@@ -153,6 +159,8 @@ pub struct Fetcher {
     warc: Option<WarcHandle>,
     robots: LocalRobots,
     active: std::sync::atomic::AtomicUsize,
+    /// An earlier crawl: its validators make requests conditional.
+    history: Option<Arc<dyn trawl_core::history::History>>,
 }
 
 /// Per-job bookkeeping: when each host was last contacted, so that requests within one job
@@ -210,7 +218,15 @@ impl Fetcher {
             warc,
             robots: LocalRobots::default(),
             active: Default::default(),
+            history: None,
         })
+    }
+
+    /// A re-crawl of `history`: each request carries the earlier response's validators,
+    /// and a 304 or an unchanged payload is archived as a WARC revisit record.
+    pub fn with_history(mut self, history: Arc<dyn trawl_core::history::History>) -> Self {
+        self.history = Some(history);
+        self
     }
 
     pub fn state(&self) -> &Arc<dyn State> {
@@ -411,12 +427,7 @@ impl Fetcher {
             resp.status,
             content_type.clone(),
         );
-        fetched.facts = trawl_core::ResponseFacts {
-            etag: header_str(&resp.headers, "etag").map(str::to_string),
-            last_modified: header_str(&resp.headers, "last-modified").map(str::to_string),
-            payload_digest: Some(warcout::payload_digest(&resp.payload)),
-            warc: resp.archived.clone(),
-        };
+        fetched.facts = response_facts(&resp);
         if resp.truncated {
             fetched.error = Some(failure(
                 "body_too_large",
@@ -465,6 +476,32 @@ impl Fetcher {
             }
         }
         fetched
+    }
+}
+
+/// What a later crawl needs of this response. A 304 keeps the earlier payload's digest and
+/// validators where it sends none (RFC 9110 15.4.5: it may omit them); a revisit record
+/// points at the earlier full response, which stays the page's record.
+fn response_facts(resp: &Response) -> trawl_core::ResponseFacts {
+    let prior = resp.prior.as_ref().map(|p| &p.facts);
+    let header = |name: &str| header_str(&resp.headers, name).map(str::to_string);
+    let not_modified = resp.status == 304;
+    let keep = |now: Option<String>, then: Option<&Option<String>>| {
+        now.or_else(|| then.filter(|_| not_modified).cloned().flatten())
+    };
+    trawl_core::ResponseFacts {
+        etag: keep(header("etag"), prior.map(|p| &p.etag)),
+        last_modified: keep(header("last-modified"), prior.map(|p| &p.last_modified)),
+        payload_digest: if not_modified {
+            prior.and_then(|p| p.payload_digest.clone())
+        } else {
+            Some(resp.payload_digest.clone())
+        },
+        warc: match &resp.revisit_of {
+            Some(full) => Some(full.clone()),
+            None => resp.archived.clone(),
+        },
+        revisit: resp.revisit_of.as_ref().and(resp.archived.clone()),
     }
 }
 

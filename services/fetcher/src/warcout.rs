@@ -55,6 +55,39 @@ pub struct Exchange {
     pub payload: Vec<u8>,
     /// The body was cut at the size cap.
     pub truncated: bool,
+    /// Archive the response as a revisit of an earlier record (its payload is not kept).
+    pub revisit: Option<Revisit>,
+}
+
+/// WARC/1.1 revisit profiles (section 6.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisitProfile {
+    /// A 304 to a conditional request.
+    ServerNotModified,
+    /// A full response whose payload digest equals the earlier one's.
+    IdenticalPayloadDigest,
+}
+
+impl RevisitProfile {
+    pub fn uri(self) -> &'static str {
+        match self {
+            RevisitProfile::ServerNotModified => {
+                "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+            }
+            RevisitProfile::IdenticalPayloadDigest => {
+                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+            }
+        }
+    }
+}
+
+/// The earlier record a revisit refers to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revisit {
+    pub profile: RevisitProfile,
+    pub refers_to: trawl_core::WarcRef,
+    /// The earlier payload's digest, carried forward (a 304 has no payload of its own).
+    pub payload_digest: Option<String>,
 }
 
 enum Cmd {
@@ -230,13 +263,18 @@ fn warcinfo(filename: &str) -> Result<Record<BufferedBody>, WarcError> {
     Ok(rec)
 }
 
-/// Builds (response, request) records for one exchange, linked by `WARC-Concurrent-To`.
+/// Builds (response or revisit, request) records for one exchange, linked by
+/// `WARC-Concurrent-To`.
 fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>), WarcError> {
     let mut block = Vec::with_capacity(ex.response_head.len() + ex.payload.len());
     block.extend_from_slice(&ex.response_head);
     block.extend_from_slice(&ex.payload);
     let block_digest = sha1_b32(&block);
-    let mut resp = base_record(RecordType::Response, block, ex.date);
+    let ty = match ex.revisit {
+        Some(_) => RecordType::Revisit,
+        None => RecordType::Response,
+    };
+    let mut resp = base_record(ty, block, ex.date);
     resp.set_warc_id(ex.record_id.clone());
     set(&mut resp, WarcHeader::TargetURI, &ex.target_uri)?;
     set(
@@ -245,11 +283,28 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
         "application/http;msgtype=response",
     )?;
     set(&mut resp, WarcHeader::BlockDigest, &block_digest)?;
-    set(&mut resp, WarcHeader::PayloadDigest, &sha1_b32(&ex.payload))?;
+    match &ex.revisit {
+        None => set(&mut resp, WarcHeader::PayloadDigest, &sha1_b32(&ex.payload))?,
+        Some(r) => {
+            // Only the headers are kept; the payload is the earlier record's.
+            set(&mut resp, WarcHeader::Profile, r.profile.uri())?;
+            set(&mut resp, WarcHeader::RefersTo, &r.refers_to.record_id)?;
+            let uri = WarcHeader::Unknown("WARC-Refers-To-Target-URI".into());
+            set(&mut resp, uri, &ex.target_uri)?;
+            let date = WarcHeader::Unknown("WARC-Refers-To-Date".into());
+            set(&mut resp, date, &r.refers_to.date)?;
+            if let Some(d) = &r.payload_digest {
+                set(&mut resp, WarcHeader::PayloadDigest, d)?;
+            }
+            if r.profile == RevisitProfile::IdenticalPayloadDigest {
+                set(&mut resp, WarcHeader::Truncated, "length")?;
+            }
+        }
+    }
     if let Some(ip) = ex.ip {
         set(&mut resp, WarcHeader::IPAddress, &ip.to_string())?;
     }
-    if ex.truncated {
+    if ex.truncated && ex.revisit.is_none() {
         set(&mut resp, WarcHeader::Truncated, "length")?;
     }
     let req_digest = sha1_b32(&ex.request_head);
@@ -353,6 +408,7 @@ mod tests {
     fn exchange(i: usize) -> Exchange {
         Exchange {
             record_id: warc::Record::<BufferedBody>::generate_record_id(),
+            revisit: None,
             target_uri: format!("http://example.test/{i}"),
             date: Utc::now(),
             ip: Some("127.0.0.1".parse().unwrap()),

@@ -1,7 +1,11 @@
 //! The indexer stage: the end of the pipeline, where documents become the corpus.
 //!
 //! It writes every record to `pages.jsonl`, keeps the report's per-page counters, and hands
-//! pages to the knowledge base (`trawl-index`: chunks, embeddings, LanceDB).
+//! pages to the knowledge base (`trawl-index`: chunks, embeddings, LanceDB). On a re-crawl
+//! it first compares each page with the earlier crawl ([`changes`]): unchanged pages are
+//! carried forward and never indexed again, changes become events in `changes.jsonl`.
+
+pub mod changes;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -31,8 +35,28 @@ pub enum IndexerError {
     IndexStopped,
 }
 
-/// A page for the index task, with where its line in `pages.jsonl` ends.
-pub type IndexItem = (PageRecord, u64);
+/// What the index task is asked to do, with where the page's line in `pages.jsonl` ends.
+#[derive(Debug)]
+pub enum IndexItem {
+    Add(Box<PageRecord>, u64),
+    Remove(String, u64),
+}
+
+impl IndexItem {
+    /// The index's part of a line of `pages.jsonl` (a resumed crawl's lines not yet in the
+    /// index): none for an unchanged or unindexable page.
+    pub fn of_line(page: PageRecord, end: u64) -> Option<IndexItem> {
+        use trawl_core::change::ChangeStatus;
+        match page.change.as_ref().map(|c| c.status) {
+            Some(ChangeStatus::Same) => None,
+            Some(ChangeStatus::Removed) => Some(IndexItem::Remove(
+                trawl_index::indexer::canonical_url(&page).to_string(),
+                end,
+            )),
+            _ => trawl_index::indexer::wants(&page).then(|| IndexItem::Add(Box::new(page), end)),
+        }
+    }
+}
 
 /// The embedded runtime's index task: pages from the writer go into the knowledge base;
 /// when the channel closes, what is queued is written and the search indexes are built.
@@ -45,8 +69,17 @@ pub async fn run_index(
 ) -> Result<trawl_index::IndexStats, IndexerError> {
     let mut last = std::time::Instant::now();
     let mut end = None;
-    while let Some((p, line_end)) = pages.recv().await {
-        indexer.add_page(&p).await?;
+    while let Some(item) = pages.recv().await {
+        let line_end = match item {
+            IndexItem::Add(p, e) => {
+                indexer.add_page(&p).await?;
+                e
+            }
+            IndexItem::Remove(canonical, e) => {
+                indexer.remove_page(&canonical);
+                e
+            }
+        };
         end = Some(line_end);
         if let Some(j) = &journal
             && indexer.is_flushed()
@@ -103,8 +136,8 @@ impl JsonlSink {
     }
 
     /// Appends one line; returns the offset it starts at.
-    pub fn write(&mut self, page: &PageRecord) -> Result<u64, IndexerError> {
-        let mut line = serde_json::to_vec(page)?;
+    pub fn write<T: serde::Serialize>(&mut self, value: &T) -> Result<u64, IndexerError> {
+        let mut line = serde_json::to_vec(value)?;
         line.push(b'\n');
         self.out.write_all(&line)?;
         let start = self.len;
@@ -153,6 +186,10 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
     if !page.text.is_empty() {
         state.count(&Counter::PagesWithText, 1).await?;
     }
+    if let Some(c) = &page.change {
+        let by = Counter::PagesByChange(c.status.as_str().to_string());
+        state.count(&by, 1).await?;
+    }
     match page.distance {
         Some(0) => {
             state.count(&Counter::DuplicatesExact, 1).await?;
@@ -182,11 +219,20 @@ pub enum IndexTarget {
     },
 }
 
-/// Where the embedded runtime's writer sends what it wrote: the index task, the journal.
+/// Where the embedded runtime's writer sends what it wrote: the index task, the journal;
+/// and, on a re-crawl, what it compares with and where the change events go.
 #[derive(Default, Clone)]
 pub struct WriterOutputs {
     pub index: Option<mpsc::Sender<IndexItem>>,
     pub journal: Option<Arc<dyn Journal>>,
+    pub recrawl: Option<Arc<RecrawlOutputs>>,
+}
+
+/// A re-crawl's comparison and its events: `changes.jsonl`, and a channel to the notifier.
+pub struct RecrawlOutputs {
+    pub compare: changes::Recrawl,
+    pub changes: std::sync::Mutex<JsonlSink>,
+    pub notify: Option<mpsc::UnboundedSender<trawl_core::change::ChangeEvent>>,
 }
 
 /// The embedded runtime's writer over the hops (one: it owns `pages.jsonl`).
@@ -218,7 +264,11 @@ pub async fn run_worker(
     stop: impl Into<Shutdown>,
 ) -> Result<(), IndexerError> {
     let target = outputs.index.map_or(IndexTarget::None, IndexTarget::Task);
-    write_docs(docs, sink, state, target, outputs.journal, stop.into()).await?;
+    let side = Side {
+        journal: outputs.journal,
+        recrawl: outputs.recrawl,
+    };
+    write_docs(docs, sink, state, target, side, stop.into()).await?;
     Ok(())
 }
 
@@ -237,10 +287,17 @@ pub async fn run_indexing_worker(
         indexer: Box::new(indexer),
         refresh,
     };
-    match write_docs(docs, sink, state, target, None, stop.into()).await? {
+    match write_docs(docs, sink, state, target, Side::default(), stop.into()).await? {
         IndexTarget::InPlace { mut indexer, .. } => Ok(indexer.finish().await?),
         _ => Err(IndexerError::IndexStopped),
     }
+}
+
+/// What the writer reports to besides its outputs (the embedded runtime's).
+#[derive(Default)]
+struct Side {
+    journal: Option<Arc<dyn Journal>>,
+    recrawl: Option<Arc<RecrawlOutputs>>,
 }
 
 /// The one write-flush-ack loop: a batch is written and flushed before any ack, so a
@@ -251,7 +308,7 @@ async fn write_docs(
     sink: Arc<std::sync::Mutex<JsonlSink>>,
     state: Arc<dyn State>,
     mut target: IndexTarget,
-    journal: Option<Arc<dyn Journal>>,
+    side: Side,
     mut stop: Shutdown,
 ) -> Result<IndexTarget, IndexerError> {
     let mut last_refresh = std::time::Instant::now();
@@ -274,47 +331,110 @@ async fn write_docs(
             }
             continue;
         }
-        let (starts, end) = {
-            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-            let mut starts = Vec::with_capacity(batch.len());
-            for d in &batch {
-                starts.push(s.write(&d.msg.page)?);
-            }
-            s.flush()?;
-            (starts, s.len())
-        };
+        let ids: Vec<u64> = batch.iter().map(|d| d.id).collect();
+        let outcomes = compare(&side, batch.into_iter().map(|d| d.msg.page)).await?;
+        let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes)?;
         if let IndexTarget::InPlace { indexer, .. } = &mut target {
-            for d in &batch {
-                indexer.add_page(&d.msg.page).await?;
+            for o in &outcomes {
+                match &o.index {
+                    changes::IndexAction::Add => {
+                        indexer.add_page(&o.page).await?;
+                    }
+                    changes::IndexAction::Remove(c) => {
+                        indexer.remove_page(c);
+                    }
+                    changes::IndexAction::Keep => {}
+                }
             }
             indexer.flush().await?;
             dirty = true;
         }
-        for d in &batch {
-            count_page(&*state, &d.msg.page).await?;
+        for o in &outcomes {
+            count_page(&*state, &o.page).await?;
         }
-        if let Some(j) = &journal {
+        if let Some(j) = &side.journal {
             let pages: Vec<(u64, &PageRecord)> = starts
                 .iter()
                 .copied()
-                .zip(batch.iter().map(|d| &d.msg.page))
+                .zip(outcomes.iter().map(|o| &o.page))
                 .collect();
-            j.written(&pages, end, state.counters().await?)?;
+            j.written(&pages, end, state.counters().await?, changes_end)?;
         }
         let ends = starts.iter().skip(1).copied().chain([end]);
-        for (d, line_end) in batch.into_iter().zip(ends) {
-            if let IndexTarget::Task(tx) = &target
-                && trawl_index::indexer::wants(&d.msg.page)
+        for ((o, line_end), id) in outcomes.into_iter().zip(ends).zip(ids) {
+            if let Some(r) = &side.recrawl
+                && let (Some(tx), Some(e)) = (&r.notify, o.event)
             {
-                tx.send((d.msg.page, line_end))
-                    .await
-                    .map_err(|_| IndexerError::IndexStopped)?;
+                // The notifier outlives the writer; a closed one only loses deliveries,
+                // never the events (they are in changes.jsonl).
+                let _ = tx.send(e);
             }
-            docs.ack(d.id).await?;
+            if let IndexTarget::Task(tx) = &target {
+                let item = match o.index {
+                    changes::IndexAction::Add if trawl_index::indexer::wants(&o.page) => {
+                        Some(IndexItem::Add(Box::new(o.page), line_end))
+                    }
+                    changes::IndexAction::Remove(c) => Some(IndexItem::Remove(c, line_end)),
+                    _ => None,
+                };
+                if let Some(item) = item {
+                    tx.send(item)
+                        .await
+                        .map_err(|_| IndexerError::IndexStopped)?;
+                }
+            }
+            docs.ack(id).await?;
         }
     }
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
     Ok(target)
+}
+
+/// Each page compared with the earlier crawl (on a re-crawl), else as it came.
+async fn compare(
+    side: &Side,
+    pages: impl Iterator<Item = PageRecord>,
+) -> Result<Vec<changes::Outcome>, IndexerError> {
+    let now = chrono::Utc::now();
+    let mut out = Vec::new();
+    for page in pages {
+        out.push(match &side.recrawl {
+            Some(r) => r.compare.classify(page, now).await?,
+            None => changes::Outcome {
+                page,
+                index: changes::IndexAction::Add,
+                event: None,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Writes and flushes the batch's lines and events; returns where each line starts, the
+/// file's end, and the end of `changes.jsonl` when there is one.
+fn write_batch(
+    sink: &std::sync::Mutex<JsonlSink>,
+    side: &Side,
+    outcomes: &[changes::Outcome],
+) -> Result<(Vec<u64>, u64, Option<u64>), IndexerError> {
+    let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+    let mut starts = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        starts.push(s.write(&o.page)?);
+    }
+    s.flush()?;
+    let changes_end = match &side.recrawl {
+        Some(r) => {
+            let mut c = r.changes.lock().unwrap_or_else(|e| e.into_inner());
+            for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
+                c.write(e)?;
+            }
+            c.flush()?;
+            Some(c.len())
+        }
+        None => None,
+    };
+    Ok((starts, s.len(), changes_end))
 }
 
 /// The indexer as one stage of a cluster crawl: its own `pages-<replica>-<pid>.jsonl` in

@@ -118,6 +118,20 @@ pub struct CrawlSettings {
     /// page and its later copy can end up with different texts.
     #[cfg_attr(feature = "cli", arg(long))]
     pub boilerplate_min_pages: u32,
+    /// On a re-crawl, deliver each change event to this URL (signed with
+    /// `TRAWL_WEBHOOK_SECRET`, the Standard Webhooks way).
+    #[cfg_attr(feature = "cli", arg(long = "webhook", value_name = "URL"))]
+    pub webhook_url: Option<String>,
+    /// Tries per event before it is kept in `changes-undelivered.jsonl`.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub webhook_tries: u32,
+    /// Wait before the first retry of a delivery; each later wait is four times longer.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub webhook_backoff_ms: u64,
+    /// After the crawl, how long deliveries are still retried before what is left is kept
+    /// undelivered.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub webhook_wait_s: u64,
 }
 
 impl Default for CrawlSettings {
@@ -144,6 +158,10 @@ impl Default for CrawlSettings {
             dedup: true,
             dedup_distance: DEFAULT_DEDUP_DISTANCE,
             boilerplate_min_pages: 0,
+            webhook_url: None,
+            webhook_tries: 6,
+            webhook_backoff_ms: 30_000,
+            webhook_wait_s: 60,
         }
     }
 }

@@ -1,0 +1,205 @@
+//! Delivering change events to a webhook, the Standard Webhooks way: one event per POST,
+//! headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` and
+//! `webhook-signature: v1,<base64 HMAC-SHA256(secret, id.timestamp.body)>`, the secret from
+//! `TRAWL_WEBHOOK_SECRET` (`whsec_` + base64, or the raw string). A non-2xx answer or no
+//! answer is retried after the backoff, four times longer each try; a 410 stops deliveries
+//! to the endpoint. Events not delivered are kept in `changes-undelivered.jsonl`.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use tokio::sync::mpsc;
+use trawl_core::change::ChangeEvent;
+
+/// Where and how events are delivered.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    pub url: String,
+    pub secret: Option<Vec<u8>>,
+    pub tries: u32,
+    pub backoff: Duration,
+    /// After the crawl, retries go on this long; what is left is kept undelivered.
+    pub wait_after: Duration,
+    pub undelivered: PathBuf,
+}
+
+impl WebhookConfig {
+    /// The secret as Standard Webhooks gives it: `whsec_` + base64, else the bytes as is.
+    pub fn secret_from(s: &str) -> Vec<u8> {
+        s.strip_prefix("whsec_")
+            .and_then(|b| data_encoding::BASE64.decode(b.as_bytes()).ok())
+            .unwrap_or_else(|| s.as_bytes().to_vec())
+    }
+}
+
+/// What the notifier did.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Deliveries {
+    pub delivered: u64,
+    pub attempts: u64,
+    pub undelivered: u64,
+}
+
+/// The signature header's value for one delivery.
+pub fn sign(secret: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    format!(
+        "v1,{}",
+        data_encoding::BASE64.encode(&mac.finalize().into_bytes())
+    )
+}
+
+struct Pending {
+    event: ChangeEvent,
+    body: Vec<u8>,
+    tries: u32,
+    due: Instant,
+}
+
+/// Runs until `events` closes and every event is delivered, given up, or still waiting
+/// when `wait_after` has passed since the close.
+pub async fn run(
+    cfg: WebhookConfig,
+    mut events: mpsc::UnboundedReceiver<ChangeEvent>,
+) -> Deliveries {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default();
+    let mut queue: VecDeque<Pending> = VecDeque::new();
+    let mut stats = Deliveries::default();
+    let mut closed_at: Option<Instant> = None;
+    let mut gone = false;
+    loop {
+        let next_due = queue.iter().map(|p| p.due).min();
+        if closed_at.is_some() && queue.is_empty() {
+            break;
+        }
+        if let Some(t) = closed_at
+            && t.elapsed() >= cfg.wait_after
+        {
+            break;
+        }
+        let wake = next_due.map_or(Duration::from_secs(3600), |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        tokio::select! {
+            e = events.recv(), if closed_at.is_none() => match e {
+                Some(event) => {
+                    let body = serde_json::to_vec(&event).unwrap_or_default();
+                    queue.push_back(Pending { event, body, tries: 0, due: Instant::now() });
+                }
+                None => closed_at = Some(Instant::now()),
+            },
+            _ = tokio::time::sleep(wake) => {}
+        }
+        let now = Instant::now();
+        let mut i = 0;
+        while i < queue.len() {
+            if gone || queue[i].due > now {
+                i += 1;
+                continue;
+            }
+            let mut p = queue.remove(i).expect("index in range");
+            p.tries += 1;
+            stats.attempts += 1;
+            match deliver(&client, &cfg, &p).await {
+                Ok(()) => stats.delivered += 1,
+                Err(status) => {
+                    if status == Some(410) {
+                        tracing::warn!(url = %cfg.url, "the webhook answered 410: no more deliveries");
+                        gone = true;
+                    }
+                    if p.tries >= cfg.tries || gone {
+                        keep_undelivered(&cfg, &p.event, &mut stats);
+                    } else {
+                        let wait = cfg.backoff * 4u32.saturating_pow(p.tries - 1);
+                        p.due = Instant::now() + wait;
+                        queue.insert(i, p);
+                        i += 1;
+                    }
+                }
+            }
+        }
+        if gone {
+            for p in queue.drain(..) {
+                keep_undelivered(&cfg, &p.event, &mut stats);
+            }
+        }
+    }
+    for p in queue.drain(..) {
+        keep_undelivered(&cfg, &p.event, &mut stats);
+    }
+    stats
+}
+
+/// One POST; the answer's status when it is not a 2xx (None: no answer).
+async fn deliver(
+    client: &reqwest::Client,
+    cfg: &WebhookConfig,
+    p: &Pending,
+) -> Result<(), Option<u16>> {
+    let ts = chrono::Utc::now().timestamp();
+    let mut req = client
+        .post(&cfg.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &p.event.id)
+        .header("webhook-timestamp", ts.to_string())
+        .body(p.body.clone());
+    if let Some(secret) = &cfg.secret {
+        req = req.header("webhook-signature", sign(secret, &p.event.id, ts, &p.body));
+    }
+    match req.send().await {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => {
+            tracing::warn!(status = r.status().as_u16(), id = %p.event.id, try_ = p.tries, "webhook delivery refused");
+            Err(Some(r.status().as_u16()))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, id = %p.event.id, try_ = p.tries, "webhook delivery failed");
+            Err(None)
+        }
+    }
+}
+
+fn keep_undelivered(cfg: &WebhookConfig, e: &ChangeEvent, stats: &mut Deliveries) {
+    stats.undelivered += 1;
+    let line = serde_json::to_vec(e).unwrap_or_default();
+    let r = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cfg.undelivered)
+        .and_then(|mut f| {
+            f.write_all(&line)?;
+            f.write_all(b"\n")
+        });
+    if let Err(err) = r {
+        tracing::error!(error = %err, file = %cfg.undelivered.display(), id = %e.id, "an undelivered event could not be kept");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_follow_standard_webhooks() {
+        // The example of the Standard Webhooks specification.
+        let secret = WebhookConfig::secret_from("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        let body = br#"{"test": 2432232314}"#;
+        assert_eq!(
+            sign(&secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+}
