@@ -141,8 +141,8 @@ fn warc_records(dir: &Path) -> Vec<(String, String, BTreeMap<String, String>)> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
+/// The test site, serving the first version of the changing pages.
+async fn versioned_site() -> TestSite {
     let site = TestSite::start(SiteConfig {
         robots: Robots::Status(404),
         ..SiteConfig::default()
@@ -150,13 +150,24 @@ async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
     .await
     .unwrap();
     first_version(&site);
+    site
+}
+
+/// Crawl options with the full-text index (no model needed).
+fn indexed(seeds: &[String], out: &Path) -> trawl::CrawlOptions {
+    let mut o = options(seeds, out);
+    o.index.no_index = false;
+    o.index.settings.embed = false;
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
+    let site = versioned_site().await;
     let tmp = tempfile::tempdir().unwrap();
     let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
     let seeds = vec![site.url("/changing/a")];
-    let mut o = options(&seeds, &one);
-    o.index.no_index = false;
-    o.index.settings.embed = false;
-    trawl::crawl(o).await.unwrap();
+    trawl::crawl(indexed(&seeds, &one)).await.unwrap();
     assert!(
         !one.join("changes.jsonl").exists(),
         "the first crawl is a silent baseline"
@@ -173,9 +184,7 @@ async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
 
     second_version(&site);
     let (hook, received) = receiver().await;
-    let mut o = options(&seeds, &two);
-    o.index.no_index = false;
-    o.index.settings.embed = false;
+    let mut o = indexed(&seeds, &two);
     o.since = Some(one.clone());
     o.crawl.webhook_url = Some(hook);
     o.crawl.webhook_backoff_ms = 100;
@@ -403,4 +412,72 @@ async fn rows(store: &trawl_index::store::Store) -> BTreeMap<String, Vec<(String
         v.sort();
     }
     out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_rounds_request_only_what_is_due() {
+    let site = versioned_site().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("watch");
+    let crawl = indexed(&[site.url("/changing/a")], &dir);
+    let args = trawl::watch::WatchArgs {
+        crawl,
+        every: "0s".into(),
+        rounds: 1,
+        keep: 2,
+    };
+    // Round 1: the baseline.
+    trawl::watch::watch(args.clone()).await.unwrap();
+    assert!(dir.join("gen-00001/pages.jsonl").exists());
+    assert!(dir.join("index").exists(), "one index for every round");
+
+    // Round 2: every page is due (the baseline set no schedule): asked with validators.
+    second_version(&site);
+    let before = site.log().len();
+    trawl::watch::watch(args.clone()).await.unwrap();
+    let round2 = &site.log()[before..];
+    assert!(round2.iter().any(|e| e.status == 304), "{round2:?}");
+    let events = std::fs::read_to_string(dir.join("gen-00002/changes.jsonl")).unwrap();
+    assert_eq!(
+        events.lines().count(),
+        3,
+        "b changed, d removed, f new: {events}"
+    );
+    let p2 = pages(&dir.join("gen-00002"));
+    let next_due = support::page(&p2, "/changing/e")["change"]["next_due"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Round 3, right after: nothing is due, nothing is requested, every page is kept.
+    let before = site.log().len();
+    trawl::watch::watch(args.clone()).await.unwrap();
+    let round3: Vec<_> = site.log()[before..]
+        .iter()
+        .filter(|e| e.target.starts_with("/changing/"))
+        .cloned()
+        .collect();
+    assert!(round3.is_empty(), "no page is due yet: {round3:?}");
+    let p3 = pages(&dir.join("gen-00003"));
+    assert_eq!(
+        p3.len(),
+        p2.len() - 1,
+        "every page but the removed one carried forward"
+    );
+    for p in &p3 {
+        assert_eq!(p["change"]["reason"], "not_due", "{p}");
+    }
+    let e = support::page(&p3, "/changing/e");
+    assert_eq!(
+        e["change"]["next_due"],
+        next_due.as_str(),
+        "the schedule stands"
+    );
+    assert!(e["text"].as_str().unwrap().contains("echo guide"));
+    let events = std::fs::read_to_string(dir.join("gen-00003/changes.jsonl")).unwrap_or_default();
+    assert_eq!(events, "", "nothing changed");
+    assert!(
+        !dir.join("gen-00001").exists(),
+        "only the newest 2 rounds are kept"
+    );
 }

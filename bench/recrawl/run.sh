@@ -8,18 +8,14 @@
 # Needs target/release/{trawl,trawl-testsite} (TRAWL_BIN to use others).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-docs="$(rustc --print sysroot)/share/doc/rust/html"
 bin="${TRAWL_BIN:-target/release}"
 out="${TRAWL_BENCH_OUT:-/tmp/trawl-recrawl-bench}"
 rm -rf "$out"; mkdir -p "$out"
+. bench/serve-docs.sh
 port=18098
-"$bin/trawl-testsite" --dir "$docs" --port "$port" --log "$out/access.jsonl" &
-server=$!
-trap 'kill $server 2>/dev/null' EXIT
-for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+serve_docs "$port" "$out/access.jsonl"
 args=("http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 --progress none)
 [ $# -gt 0 ] || set -- --no-embed
-ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
 
 t=$(ms_now)
 "$bin/trawl" crawl "${args[@]}" --out "$out/first" "$@" 2>"$out/first.log"

@@ -9,18 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kills="${1:-5}"
-docs="$(rustc --print sysroot)/share/doc/rust/html"
 bin="${TRAWL_BIN:-target/release}"
 out="${TRAWL_BENCH_OUT:-/tmp/trawl-resume-bench}"
 rm -rf "$out"; mkdir -p "$out"
+. bench/serve-docs.sh
 port=18097
-"$bin/trawl-testsite" --dir "$docs" --port "$port" --log "$out/access.jsonl" &
-server=$!
-trap 'kill $server 2>/dev/null' EXIT
-for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+serve_docs "$port" "$out/access.jsonl"
 args=("http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 --no-embed --progress none)
 
-ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
 start=$(ms_now)
 "$bin/trawl" crawl "${args[@]}" --out "$out/reference" 2>"$out/reference.log"
 ref_ms=$(( $(ms_now) - start ))

@@ -455,7 +455,7 @@ impl Pipeline {
             warc.as_ref().map(|w| w.handle()),
         )?;
         if let Some((_, h)) = &plan.since {
-            fetcher = fetcher.with_history(h.clone());
+            fetcher = fetcher.with_history(h.clone()).due_only(opts.due_only);
         }
         let fetcher = Arc::new(fetcher);
         let (intake_stop, intake_rx) = shutdown();

@@ -10,6 +10,7 @@ pub mod index;
 pub mod options;
 pub mod progress;
 pub mod report;
+pub mod watch;
 pub mod webhook;
 
 pub use embedded::{CrawlOutputs, crawl};

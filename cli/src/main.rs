@@ -27,7 +27,9 @@ struct Cli {
 
 /// The commands whose flags are settings (the others, `extract`, `ingest` and `export`,
 /// have flags of their own that only look alike).
-const SETTINGS_COMMANDS: [&str; 6] = ["crawl", "submit", "status", "dlq", "index", "search"];
+const SETTINGS_COMMANDS: [&str; 7] = [
+    "crawl", "watch", "submit", "status", "dlq", "index", "search",
+];
 
 /// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
 /// flag of a setting defaults to the value those layers give it. Layers that cannot be
@@ -71,6 +73,9 @@ fn parse() -> Result<Cli, String> {
 enum Command {
     /// Crawl from seed URLs in one process: fetch politely, extract, write the corpus.
     Crawl(Box<CrawlOptions>),
+    /// Monitor a site: re-crawl it every --every into one directory, requesting only the
+    /// pages whose revisit time has come, and report (and deliver) what changed.
+    Watch(Box<trawl::watch::WatchArgs>),
     /// Extract the main content of saved HTML pages: one page as text, Markdown or JSON;
     /// several as JSON Lines.
     Extract(trawl::extract::ExtractOptions),
@@ -121,6 +126,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Crawl(opts) => crawl(*opts),
+        Command::Watch(args) => block_on(trawl::watch::watch(*args)),
         Command::Extract(opts) => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());

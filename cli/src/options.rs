@@ -106,6 +106,10 @@ pub struct CrawlOptions {
     /// updated in place unless --index is given.
     #[arg(long, value_name = "DIR")]
     pub since: Option<PathBuf>,
+    /// With --since: request only the pages whose adaptive revisit time has come; the
+    /// others are carried forward unrequested (what each round of `trawl watch` does).
+    #[arg(long, requires = "since")]
+    pub due_only: bool,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

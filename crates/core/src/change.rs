@@ -44,12 +44,8 @@ pub struct PageChange {
     pub interval_s: u64,
     pub next_due: String,
     /// Consecutive failed fetches.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::message::is_zero")]
     pub fails: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// A page's fingerprints at one fetch, as an event shows them.

@@ -21,6 +21,8 @@ pub struct Prior {
     /// When the page last changed (its first fetch, if never since).
     pub changed_at: Option<String>,
     pub interval_s: Option<u64>,
+    /// When the adaptive revisit interval makes the page due again (RFC 3339).
+    pub next_due: Option<String>,
     /// Consecutive failed fetches (5xx, timeouts) before this crawl.
     pub fails: u32,
     pub depth: u32,

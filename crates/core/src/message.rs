@@ -188,7 +188,7 @@ pub struct PageRecord {
     pub change: Option<crate::change::PageChange>,
 }
 
-fn is_zero(n: &u32) -> bool {
+pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 

@@ -45,7 +45,7 @@ impl StoreHistory {
         let mut stmt = conn.prepare(
             "SELECT url, status, final_url, etag, last_modified, payload_digest, text_hash,
                     simhash, fetched_at, changed_at, interval_s, fails, depth, kind,
-                    warc_record_id, warc_date, page_offset
+                    warc_record_id, warc_date, page_offset, next_due
              FROM urls WHERE state = ?1",
         )?;
         let mut rows = stmt.query([UrlState::Written as i64])?;
@@ -76,6 +76,7 @@ impl StoreHistory {
                 fetched_at: r.get::<_, Option<String>>(8)?.unwrap_or_default(),
                 changed_at: r.get(9)?,
                 interval_s: r.get::<_, Option<i64>>(10)?.map(|s| s.max(0) as u64),
+                next_due: r.get(17)?,
                 fails: r.get::<_, Option<u32>>(11)?.unwrap_or(0),
                 depth: r.get::<_, Option<u32>>(12)?.unwrap_or(0),
                 kind: kind.as_deref().map_or(UrlKind::Page, kind_of),

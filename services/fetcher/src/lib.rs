@@ -161,6 +161,8 @@ pub struct Fetcher {
     active: std::sync::atomic::AtomicUsize,
     /// An earlier crawl: its validators make requests conditional.
     history: Option<Arc<dyn trawl_core::history::History>>,
+    /// Fetch only pages whose revisit time has come (`trawl watch`).
+    due_only: bool,
 }
 
 /// Per-job bookkeeping: when each host was last contacted, so that requests within one job
@@ -219,7 +221,30 @@ impl Fetcher {
             robots: LocalRobots::default(),
             active: Default::default(),
             history: None,
+            due_only: false,
         })
+    }
+
+    /// Pages of the history not yet due again are not requested: they come out as a 304
+    /// with no hop (no request made), and the writer carries them forward.
+    pub fn due_only(mut self, yes: bool) -> Self {
+        self.due_only = yes;
+        self
+    }
+
+    /// The record of a page not due again, made without a request.
+    async fn not_due(&self, job: &FetchJob) -> Option<Fetched> {
+        if !self.due_only {
+            return None;
+        }
+        let prior = self.history.as_ref()?.prior(&job.url).await.ok()??;
+        let due = chrono::DateTime::parse_from_rfc3339(prior.next_due.as_deref()?).ok()?;
+        if !prior.was_ok() || due <= Utc::now() {
+            return None;
+        }
+        let mut f = fetched_record(job, &prior.final_url, Vec::new(), 0, 304, None);
+        f.facts = prior.facts;
+        Some(f)
     }
 
     /// A re-crawl of `history`: each request carries the earlier response's validators,
@@ -241,6 +266,13 @@ impl Fetcher {
     /// Fetches one job, following redirects. Network trouble is reported in the result, not
     /// as an error; errors are for shared-state failures only.
     pub async fn fetch(&self, job: &FetchJob) -> Result<FetchOutput, FetchError> {
+        if let Some(f) = self.not_due(job).await {
+            return Ok(FetchOutput {
+                outcome: Outcome::Done(Box::new(f)),
+                next_allowed_ms: now_ms(),
+                discovered: Vec::new(),
+            });
+        }
         let mut discovered = Vec::new();
         let mut clock = JobClock::default();
         self.active

@@ -100,6 +100,23 @@ impl Recrawl {
                     "timeout" | "connect" | "dns" | "request" | "body"
                 )
             });
+        if page.status == 304 && page.redirects.is_empty() {
+            // Not requested (not due yet): the schedule stands as it was.
+            let mut carried = self.carry(page, &prior).await?;
+            let mut c = self.mark(ChangeStatus::Same, &prior, linked, now, prior.fails);
+            c.reason = Some("not_due".into());
+            carried.fetched_at = prior.fetched_at.clone();
+            c.interval_s = prior.interval_s.unwrap_or(self.schedule.base_s);
+            if let Some(due) = &prior.next_due {
+                c.next_due = due.clone();
+            }
+            carried.change = Some(c);
+            return Ok(Outcome {
+                page: carried,
+                index: IndexAction::Keep,
+                event: None,
+            });
+        }
         if page.status == 304 {
             let carried = self.carry(page, &prior).await?;
             return Ok(self.same(carried, &prior, "not_modified", linked, now));
