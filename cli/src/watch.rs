@@ -38,13 +38,16 @@ pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
     let n: u64 = num
         .parse()
         .with_context(|| format!("{s:?} is not a duration (like 45s, 30m, 6h, 1d)"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
+    let per = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
         _ => bail!("{s:?}: the unit is s, m, h or d"),
     };
+    let secs = n
+        .checked_mul(per)
+        .with_context(|| format!("{s:?} is too long"))?;
     Ok(Duration::from_secs(secs))
 }
 

@@ -90,7 +90,14 @@ pub async fn run(
         {
             break;
         }
-        let wake = next_due.map_or(Duration::from_secs(3600), |d| {
+        // After the crawl, the deadline is a wake-up too: a long backoff never keeps the
+        // command running past it.
+        let deadline = closed_at.map(|t| t + cfg.wait_after);
+        let wake_at = match (next_due, deadline) {
+            (Some(d), Some(e)) => Some(d.min(e)),
+            (d, e) => d.or(e),
+        };
+        let wake = wake_at.map_or(Duration::from_secs(3600), |d| {
             d.saturating_duration_since(Instant::now())
         });
         tokio::select! {
@@ -106,6 +113,9 @@ pub async fn run(
         let now = Instant::now();
         let mut i = 0;
         while i < queue.len() {
+            if deadline.is_some_and(|e| Instant::now() >= e) {
+                break;
+            }
             if gone || queue[i].due > now {
                 i += 1;
                 continue;
@@ -123,7 +133,7 @@ pub async fn run(
                     if p.tries >= cfg.tries || gone {
                         keep_undelivered(&cfg, &p.event, &mut stats);
                     } else {
-                        let wait = cfg.backoff * 4u32.saturating_pow(p.tries - 1);
+                        let wait = cfg.backoff.saturating_mul(4u32.saturating_pow(p.tries - 1));
                         p.due = Instant::now() + wait;
                         queue.insert(i, p);
                         i += 1;

@@ -7,13 +7,14 @@ use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreResult};
 
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 8] = [
+pub const OUTPUTS: [&str; 9] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
     "pages.jsonl",
     "report.json",
     "changes.jsonl",
+    "changes-undelivered.jsonl",
     "warc",
     "index",
 ];

@@ -92,8 +92,17 @@ impl Recrawl {
         let Some(prior) = prior else {
             return Ok(self.new_page(page, linked, now));
         };
-        let ok = (200..300).contains(&page.status) && page.error.is_none();
+        // A 2xx is the page, even when it is recorded without extraction (not HTML, cut at
+        // the body cap, extraction failed): it is compared, not reported removed.
+        let ok = (200..300).contains(&page.status)
+            && page.error.as_ref().is_none_or(|e| {
+                matches!(
+                    e.kind.as_str(),
+                    "unsupported_content_type" | "body_too_large" | "extract_failed"
+                )
+            });
         let failed = page.status >= 500
+            || page.status == 429
             || page.error.as_ref().is_some_and(|e| {
                 matches!(
                     e.kind.as_str(),
@@ -121,6 +130,15 @@ impl Recrawl {
             let carried = self.carry(page, &prior).await?;
             return Ok(self.same(carried, &prior, "not_modified", linked, now));
         }
+        if (300..400).contains(&page.status) {
+            // A redirect whose target was crawled already (or is out of scope): the
+            // content lives on elsewhere, so the index keeps what it has.
+            let mut o = self
+                .removed(page, prior, "redirected".into(), linked, now)
+                .await?;
+            o.index = IndexAction::Keep;
+            return Ok(o);
+        }
         if ok
             && page.facts.payload_digest.is_some()
             && page.facts.payload_digest == prior.facts.payload_digest
@@ -138,8 +156,10 @@ impl Recrawl {
             let fails = prior.fails + 1;
             carried.change = Some(self.mark(ChangeStatus::Same, &prior, linked, now, fails));
             if let Some(c) = carried.change.as_mut() {
+                // Asked again soon: removal should not wait for the page's long interval.
                 c.reason = Some("fetch_failed".into());
                 c.interval_s = self.schedule.min_s;
+                c.next_due = rfc3339(now + chrono::Duration::seconds(self.schedule.min_s as i64));
             }
             return Ok(Outcome {
                 page: carried,
@@ -259,6 +279,9 @@ impl Recrawl {
             .as_ref()
             .map(|p| trawl_index::indexer::canonical_url(p).to_string())
             .unwrap_or_else(|| prior.final_url.clone());
+        // Rows indexed under another page's URL (a declared canonical) belong to that page
+        // as long as it is there: only the page's own rows go.
+        let own = canonical == page.url || canonical == prior.final_url;
         let fails = if reason == "unreachable" {
             prior.fails + 1
         } else {
@@ -270,7 +293,11 @@ impl Recrawl {
         let event = self.event(&page, Some(&prior), None, now);
         Ok(Outcome {
             page,
-            index: IndexAction::Remove(canonical),
+            index: if own {
+                IndexAction::Remove(canonical)
+            } else {
+                IndexAction::Keep
+            },
             event: Some(event),
         })
     }
@@ -431,7 +458,144 @@ pub fn text_change(old: &str, new: &str, cap: usize) -> TextChange {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use trawl_core::{FetchFailure, ResponseFacts, UrlKind};
+
     use super::*;
+
+    /// An earlier crawl in memory.
+    #[derive(Default)]
+    struct Earlier {
+        priors: HashMap<String, Prior>,
+        records: HashMap<String, PageRecord>,
+    }
+
+    #[async_trait::async_trait]
+    impl History for Earlier {
+        async fn prior(&self, url: &str) -> CoreResult<Option<Prior>> {
+            Ok(self.priors.get(url).cloned())
+        }
+        async fn previous(&self, url: &str) -> CoreResult<Option<PageRecord>> {
+            Ok(self.records.get(url).cloned())
+        }
+        async fn known(&self) -> CoreResult<Vec<(String, u32, UrlKind)>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn record(url: &str, status: u16, digest: &str) -> PageRecord {
+        PageRecord {
+            url: url.into(),
+            final_url: url.into(),
+            status,
+            fetched_at: "2026-12-01T00:00:00Z".into(),
+            text: "some text".into(),
+            text_hash: Some("aa".into()),
+            redirects: vec![trawl_core::Hop {
+                url: url.into(),
+                status,
+            }],
+            facts: ResponseFacts {
+                payload_digest: Some(digest.into()),
+                ..ResponseFacts::default()
+            },
+            ..PageRecord::default()
+        }
+    }
+
+    fn recrawl(pages: &[PageRecord]) -> Recrawl {
+        let mut e = Earlier::default();
+        for p in pages {
+            e.priors.insert(
+                p.url.clone(),
+                Prior {
+                    status: p.status,
+                    final_url: p.final_url.clone(),
+                    facts: p.facts.clone(),
+                    text_hash: p.text_hash.clone(),
+                    fetched_at: p.fetched_at.clone(),
+                    has_record: true,
+                    ..Prior::default()
+                },
+            );
+            e.records.insert(p.url.clone(), p.clone());
+        }
+        Recrawl {
+            history: Arc::new(e),
+            crawl: "c2".into(),
+            since: "c1".into(),
+            schedule: Schedule::default(),
+            unlinked: Arc::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_still_there_is_not_removed_and_other_pages_rows_stay() {
+        let now = Utc::now();
+        let mut pdf = record("http://a/doc.pdf", 200, "sha1:PDF");
+        pdf.error = Some(FetchFailure {
+            kind: "unsupported_content_type".into(),
+            message: "not HTML".into(),
+        });
+        let mut latest = record("http://a/latest/x", 200, "sha1:L");
+        latest.meta.canonical = Some("http://a/1.2/x".into());
+        let own = record("http://a/own", 200, "sha1:O");
+        let moved = record("http://a/moved", 200, "sha1:M");
+        let flaky = record("http://a/flaky", 200, "sha1:F");
+        let r = recrawl(&[
+            pdf.clone(),
+            latest.clone(),
+            own.clone(),
+            moved.clone(),
+            flaky.clone(),
+        ]);
+
+        // A non-HTML page recorded without extraction, unchanged: the same.
+        let o = r.classify(pdf, now).await.unwrap();
+        assert_eq!(o.page.change.as_ref().unwrap().status, ChangeStatus::Same);
+        assert_eq!((o.index, o.event.is_none()), (IndexAction::Keep, true));
+
+        // Gone, but indexed under another page's URL: that page's rows stay.
+        let o = r
+            .classify(record("http://a/latest/x", 404, ""), now)
+            .await
+            .unwrap();
+        assert_eq!(
+            o.page.change.as_ref().unwrap().status,
+            ChangeStatus::Removed
+        );
+        assert_eq!(o.index, IndexAction::Keep);
+        // Gone, its own rows: removed from the index.
+        let o = r
+            .classify(record("http://a/own", 410, ""), now)
+            .await
+            .unwrap();
+        assert_eq!(o.index, IndexAction::Remove("http://a/own".into()));
+        assert_eq!(o.event.unwrap().reason.as_deref(), Some("gone"));
+
+        // A redirect to a page crawled already: reported, no rows deleted.
+        let o = r
+            .classify(record("http://a/moved", 301, ""), now)
+            .await
+            .unwrap();
+        assert_eq!(
+            o.page.change.as_ref().unwrap().reason.as_deref(),
+            Some("redirected")
+        );
+        assert_eq!(o.index, IndexAction::Keep);
+
+        // A first failure keeps the earlier record and asks again within the minimum.
+        let o = r
+            .classify(record("http://a/flaky", 503, ""), now)
+            .await
+            .unwrap();
+        let c = o.page.change.as_ref().unwrap();
+        assert_eq!((c.status, c.fails), (ChangeStatus::Same, 1));
+        assert_eq!(o.page.text, "some text");
+        let due = chrono::DateTime::parse_from_rfc3339(&c.next_due).unwrap();
+        assert!(due.timestamp() - now.timestamp() <= r.schedule.min_s as i64 + 1);
+    }
 
     #[test]
     fn a_diff_names_the_sections_that_changed() {
