@@ -480,4 +480,10 @@ async fn watch_rounds_request_only_what_is_due() {
         !dir.join("gen-00001").exists(),
         "only the newest 2 rounds are kept"
     );
+    assert!(
+        !trawl_fetcher::warcout::list_warc_files(&dir.join("warc-gen-00001"))
+            .unwrap()
+            .is_empty(),
+        "but the first round's WARC files, which later revisits refer to"
+    );
 }

@@ -4,7 +4,8 @@
 //! only the pages whose adaptive revisit time has come are requested, the others carried
 //! forward), all of them updating one index (`DIR/index`) and sending their change events
 //! to the same webhook. The first round is the silent baseline. A round stopped by Ctrl-C
-//! or a kill is resumed by the next `trawl watch`; the oldest rounds beyond `--keep` go.
+//! or a kill is resumed by the next `trawl watch`; the oldest rounds beyond `--keep` go,
+//! all but their WARC files (`DIR/warc-gen-NNNNN`), which later revisits refer to.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -102,10 +103,22 @@ fn next_round(args: &WatchArgs, dir: &Path) -> anyhow::Result<CrawlOptions> {
     Ok(o)
 }
 
+/// Removes the older rounds' state and corpus; their WARC files stay, as later rounds'
+/// revisit records refer to the full responses in them.
 fn prune(dir: &Path, keep: usize) -> anyhow::Result<()> {
     let gens = generations(dir)?;
     let drop = gens.len().saturating_sub(keep.max(2));
     for (_, p) in gens.into_iter().take(drop) {
+        let warc = p.join("warc");
+        let archive = p.with_file_name(format!(
+            "warc-{}",
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        ));
+        if warc.exists() {
+            std::fs::rename(&warc, &archive)
+                .with_context(|| format!("keeping {}", warc.display()))?;
+        }
         trawl_store::dir::remove_outputs(&p)?;
         let _ = std::fs::remove_dir(&p);
     }
