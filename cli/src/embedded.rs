@@ -439,7 +439,7 @@ impl Pipeline {
             .dedup_distance()
             .map(|d| Arc::new(trawl_dedup::MemoryGate::new(d)));
         if let Some(r) = &resume {
-            restore(r, &memory, gate.as_deref()).await?;
+            restore(r, s, &memory, gate.as_deref()).await?;
         }
         let state: Arc<dyn State> = Arc::new(DurableState::new(memory.clone(), journal.clone()));
         let crawl = &plan.spec.crawl;
@@ -656,12 +656,32 @@ impl Pipeline {
 /// again) and the dedup gate's kept pages.
 async fn restore(
     r: &Resume,
+    s: &trawl_core::settings::CrawlSettings,
     memory: &MemoryState,
     gate: Option<&trawl_dedup::MemoryGate>,
 ) -> anyhow::Result<()> {
     memory.restore_seen(r.seen.iter().copied());
     for (k, v) in &r.counters {
         memory.incr(k, *v).await?;
+    }
+    // The budgets in force count at least what the store holds as admitted.
+    use trawl_core::counters::Counter;
+    let mut floors = Vec::new();
+    if s.max_pages > 0 {
+        floors.push((Counter::FrontierAdmitted, r.admitted_pages));
+    }
+    if s.max_pages_per_host > 0 {
+        floors.extend(
+            r.admitted_by_host
+                .iter()
+                .map(|(h, n)| (Counter::HostPages(h.clone()), *n)),
+        );
+    }
+    for (c, floor) in floors {
+        let have = r.counters.get(c.key().as_ref()).copied().unwrap_or(0);
+        if (floor as i64) > have {
+            memory.count(&c, floor as i64 - have).await?;
+        }
     }
     for job in &r.queued {
         memory.enqueue(job.clone()).await?;

@@ -41,6 +41,11 @@ pub struct Resume {
     /// `changes.jsonl` is cut back to this length.
     pub changes_offset: u64,
     pub kept: Vec<KeptPage>,
+    /// Pages admitted (queued or written), in all and by host: the budgets' counters are
+    /// raised to these, as a kill can come between an admission and the next snapshot of
+    /// the counters.
+    pub admitted_pages: u64,
+    pub admitted_by_host: BTreeMap<String, u64>,
 }
 
 /// Creates the store of a new crawl in `dir`.
@@ -108,6 +113,13 @@ fn read(conn: &Connection, crawl: &str) -> StoreResult<Resume> {
             continue;
         }
         r.seen.push(seen_digest(&url));
+        let kind: Option<String> = row.get(3)?;
+        if kind.as_deref().is_none_or(|k| k == "page") {
+            r.admitted_pages += 1;
+            if let Ok(u) = url::Url::parse(&url) {
+                *r.admitted_by_host.entry(host_key(&u)).or_default() += 1;
+            }
+        }
         if state == UrlState::Queued as i64 {
             r.queued.push(job(crawl, url, row)?);
         } else if state == UrlState::Written as i64
@@ -243,6 +255,8 @@ mod tests {
         assert_eq!(queued.len(), 2);
         assert!(queued.contains(&"http://a.test/") && queued.contains(&"http://a.test/y"));
         assert_eq!((r.queued[0].depth, r.queued[0].priority), (2, 7));
+        assert_eq!(r.admitted_pages, 3);
+        assert_eq!(r.admitted_by_host.get("a.test"), Some(&3));
         assert_eq!(r.pending.len(), 1);
         assert_eq!(r.pending[0].0, 2);
         assert_eq!(r.pending[0].1.urls[0].url, "http://a.test/w");
