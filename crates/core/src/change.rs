@@ -46,6 +46,10 @@ pub struct PageChange {
     /// Consecutive failed fetches.
     #[serde(default, skip_serializing_if = "crate::message::is_zero")]
     pub fails: u32,
+    /// For a removed page: the canonical URL whose index rows went with it (absent when
+    /// they belong to another page), so a resumed crawl removes the same rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unindexed: Option<String>,
 }
 
 /// A page's fingerprints at one fetch, as an event shows them.

@@ -137,6 +137,9 @@ impl Recrawl {
                 .removed(page, prior, "redirected".into(), linked, now)
                 .await?;
             o.index = IndexAction::Keep;
+            if let Some(c) = o.page.change.as_mut() {
+                c.unindexed = None;
+            }
             return Ok(o);
         }
         if ok
@@ -203,6 +206,7 @@ impl Recrawl {
             interval_s,
             next_due: rfc3339(now + chrono::Duration::seconds(interval_s as i64)),
             fails,
+            unindexed: None,
         }
     }
 
@@ -218,6 +222,7 @@ impl Recrawl {
             interval_s,
             next_due: rfc3339(now + chrono::Duration::seconds(interval_s as i64)),
             fails: 0,
+            unindexed: None,
         });
         let event = ok.then(|| self.event(&page, None, None, now));
         Outcome {
@@ -289,6 +294,7 @@ impl Recrawl {
         };
         let mut c = self.mark(ChangeStatus::Removed, &prior, linked, now, fails);
         c.reason = Some(reason);
+        c.unindexed = own.then(|| canonical.clone());
         page.change = Some(c);
         let event = self.event(&page, Some(&prior), None, now);
         Ok(Outcome {
@@ -566,12 +572,19 @@ mod tests {
             ChangeStatus::Removed
         );
         assert_eq!(o.index, IndexAction::Keep);
+        assert!(crate::IndexItem::of_line(o.page.clone(), 9).is_none());
         // Gone, its own rows: removed from the index.
         let o = r
             .classify(record("http://a/own", 410, ""), now)
             .await
             .unwrap();
         assert_eq!(o.index, IndexAction::Remove("http://a/own".into()));
+        // A resumed crawl replaying the line removes the same rows.
+        let replayed = crate::IndexItem::of_line(o.page.clone(), 9);
+        assert!(
+            matches!(&replayed, Some(crate::IndexItem::Remove(c, 9)) if c == "http://a/own"),
+            "{replayed:?}"
+        );
         assert_eq!(o.event.unwrap().reason.as_deref(), Some("gone"));
 
         // A redirect to a page crawled already: reported, no rows deleted.
@@ -584,6 +597,7 @@ mod tests {
             Some("redirected")
         );
         assert_eq!(o.index, IndexAction::Keep);
+        assert!(crate::IndexItem::of_line(o.page.clone(), 9).is_none());
 
         // A first failure keeps the earlier record and asks again within the minimum.
         let o = r

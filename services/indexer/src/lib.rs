@@ -49,10 +49,10 @@ impl IndexItem {
         use trawl_core::change::ChangeStatus;
         match page.change.as_ref().map(|c| c.status) {
             Some(ChangeStatus::Same) => None,
-            Some(ChangeStatus::Removed) => Some(IndexItem::Remove(
-                trawl_index::indexer::canonical_url(&page).to_string(),
-                end,
-            )),
+            Some(ChangeStatus::Removed) => page
+                .change
+                .and_then(|c| c.unindexed)
+                .map(|canonical| IndexItem::Remove(canonical, end)),
             _ => trawl_index::indexer::wants(&page).then(|| IndexItem::Add(Box::new(page), end)),
         }
     }
