@@ -9,14 +9,14 @@ use trawl_core::{PageRecord, UrlKind};
 use trawl_store::dir::{CrawlSummary, DirState};
 
 /// How a crawl starts in its directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Start {
     /// An empty (or new) directory.
     Fresh,
     /// trawl's earlier outputs are removed first (`--overwrite`).
     Overwrite,
     /// The unfinished crawl there goes on (`--resume`).
-    Resume,
+    Resume(Box<CrawlSummary>),
 }
 
 /// Decides from what `out` holds; refuses rather than write over anything not asked for.
@@ -49,7 +49,7 @@ pub fn decide(
         ),
         DirState::Crawl(s) if resume => {
             same_start(&s, start, out)?;
-            Ok(Start::Resume)
+            Ok(Start::Resume(Box::new(s)))
         }
         DirState::Crawl(s) => bail!(
             "{shown} holds an unfinished crawl ({}: {} pages written, {} queued, {} run(s)); \
@@ -79,9 +79,9 @@ fn same_start(s: &CrawlSummary, start: &[(String, UrlKind)], out: &Path) -> anyh
     Ok(())
 }
 
-/// Cuts `pages.jsonl` back to the committed `offset`: later lines are of pages the store
-/// does not know as written, which the resumed crawl fetches again.
-pub fn cut_pages(path: &Path, offset: u64) -> anyhow::Result<()> {
+/// Cuts `pages.jsonl` (or `changes.jsonl`) back to the committed `offset`: later lines are
+/// of pages the store does not know as written, which the resumed crawl fetches again.
+pub fn cut_back(path: &Path, offset: u64) -> anyhow::Result<()> {
     let len = match std::fs::metadata(path) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && offset == 0 => return Ok(()),

@@ -132,9 +132,9 @@ impl Plan {
             index: opts.index.settings.index.clone(),
         };
         let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
-        let since = match (&opts.since, start_kind) {
+        let since = match (&opts.since, &start_kind) {
             (Some(d), _) => Some(d.clone()),
-            (None, Start::Resume) => trawl_store::dir::since_of(&opts.out)?,
+            (None, Start::Resume(s)) => s.since.clone(),
             _ => None,
         };
         let since = match since {
@@ -148,9 +148,7 @@ impl Plan {
         };
         let index = (!opts.index.no_index).then(|| match (&since, &opts.index.index_uri) {
             // A re-crawl updates the earlier crawl's index: only changed pages are written.
-            (Some((d, _)), None) => trawl_store::dir::index_of(d)
-                .map(|dir| opts.index.settings.options(&dir))
-                .unwrap_or_else(|_| opts.index.options(&opts.out)),
+            (Some((_, h)), None) => opts.index.settings.options(&h.index),
             _ => opts.index.options(&opts.out),
         });
         if let Some(o) = index.as_ref().filter(|o| o.embed) {
@@ -159,9 +157,9 @@ impl Plan {
                 o.model_dir.as_deref(),
             ))?;
         }
-        if start_kind == Start::Resume {
+        if let Start::Resume(s) = &start_kind {
             // The crawl keeps its id; the settings are this command's.
-            spec.crawl = trawl_store::dir::crawl_id(&opts.out)?;
+            spec.crawl = s.crawl.clone();
         }
         Ok(Plan {
             spec,
@@ -205,11 +203,11 @@ impl Outputs {
             .with_context(|| format!("creating output directory {}", out.display()))?;
         let started_at = chrono::Utc::now().to_rfc3339();
         let changes_path = out.join("changes.jsonl");
-        let (conn, resume) = match plan.start {
-            Start::Resume => {
+        let (conn, resume) = match &plan.start {
+            Start::Resume(_) => {
                 let (conn, r) = trawl_store::resume::open(out, &plan.spec)?;
-                crawl_dir::cut_pages(&plan.pages, r.pages_offset)?;
-                crawl_dir::cut_pages(&changes_path, r.changes_offset)?;
+                crawl_dir::cut_back(&plan.pages, r.pages_offset)?;
+                crawl_dir::cut_back(&changes_path, r.changes_offset)?;
                 crawl_dir::repair_warc(&plan.warc_dir)?;
                 (conn, Some(r))
             }

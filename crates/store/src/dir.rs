@@ -43,6 +43,8 @@ pub struct CrawlSummary {
     pub start: Vec<String>,
     pub written: u64,
     pub queued: u64,
+    /// The crawl a re-crawl compares with.
+    pub since: Option<std::path::PathBuf>,
 }
 
 pub fn inspect(dir: &Path) -> StoreResult<DirState> {
@@ -98,26 +100,8 @@ fn summary(dir: &Path) -> StoreResult<CrawlSummary> {
             .unwrap_or_default(),
         written: count(UrlState::Written)?,
         queued: count(UrlState::Queued)?,
+        since: schema::get(&conn, keys::SINCE)?.map(std::path::PathBuf::from),
     })
-}
-
-/// The id of the crawl whose store is in `dir`.
-pub fn crawl_id(dir: &Path) -> StoreResult<String> {
-    summary(dir).map(|s| s.crawl)
-}
-
-/// The earlier crawl a re-crawl in `dir` compares with.
-pub fn since_of(dir: &Path) -> StoreResult<Option<std::path::PathBuf>> {
-    let conn = schema::open(&dir.join(DB_FILE))?;
-    Ok(schema::get(&conn, keys::SINCE)?.map(std::path::PathBuf::from))
-}
-
-/// Where the index of the crawl in `dir` is.
-pub fn index_of(dir: &Path) -> StoreResult<std::path::PathBuf> {
-    let conn = schema::open(&dir.join(DB_FILE))?;
-    Ok(schema::get(&conn, keys::INDEX_URI)?
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| dir.join("index")))
 }
 
 /// Removes trawl's outputs from `dir` (and nothing else).

@@ -19,6 +19,8 @@ pub struct StoreHistory {
     pages: PathBuf,
     /// The earlier crawl's id.
     pub crawl: String,
+    /// Where its index is: a re-crawl updates it in place.
+    pub index: PathBuf,
 }
 
 impl StoreHistory {
@@ -84,10 +86,14 @@ impl StoreHistory {
             };
             urls.insert(url, (prior, offset.map(|o| o as u64)));
         }
+        let index = schema::get(&conn, keys::INDEX_URI)?
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dir.join("index"));
         Ok(StoreHistory {
             urls,
             pages: dir.join("pages.jsonl"),
             crawl: spec.map(|s| s.crawl).unwrap_or_default(),
+            index,
         })
     }
 

@@ -89,8 +89,6 @@ enum Event {
         changes_end: Option<u64>,
     },
     Indexed(u64),
-    /// Commit now, then answer.
-    Sync(Sender<()>),
     /// Commit and stop.
     Close,
     /// A report coalesced away (a batch published and acknowledged within one commit).
@@ -142,14 +140,6 @@ impl Journal {
     /// The frontier is done with batch `id`.
     pub fn acked(&self, id: u64) -> CoreResult<()> {
         self.send(Event::Acked(id))
-    }
-
-    /// Returns once everything reported before is committed.
-    pub fn sync(&self) -> CoreResult<()> {
-        let (tx, rx) = mpsc::channel();
-        self.send(Event::Sync(tx))?;
-        rx.recv()
-            .map_err(|_| CoreError::Backend("crawl store: the writer stopped".into()))
     }
 }
 
@@ -231,10 +221,6 @@ fn run(mut conn: Connection, rx: Receiver<Event>) -> StoreResult<Connection> {
             COMMIT_EVERY.saturating_sub(t.elapsed())
         });
         match rx.recv_timeout(wait) {
-            Ok(Event::Sync(done)) => {
-                batch.commit(&mut conn)?;
-                let _ = done.send(());
-            }
             Ok(Event::Close) => {
                 batch.commit(&mut conn)?;
                 return Ok(conn);
@@ -344,7 +330,7 @@ impl Batch {
                     changes_end = ce.or(changes_end);
                 }
                 Event::Indexed(end) => index_end = Some(end),
-                Event::Sync(_) | Event::Close | Event::Nothing => {}
+                Event::Close | Event::Nothing => {}
             }
         }
         if let Some(end) = pages_end {

@@ -243,7 +243,6 @@ mod tests {
         let counters = [("pages".to_string(), 1i64)].into_iter().collect();
         j.written(&[(0, &page)], 120, counters, None).unwrap();
         j.indexed(60).unwrap();
-        j.sync().unwrap();
         drop(j);
         task.finish(false).unwrap();
 

@@ -105,6 +105,7 @@ impl Fetcher {
                 } else {
                     payload.clone()
                 },
+                payload_digest: payload_digest.clone(),
                 truncated,
                 revisit: revisit.clone(),
             };

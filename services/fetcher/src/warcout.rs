@@ -53,6 +53,8 @@ pub struct Exchange {
     pub response_head: Vec<u8>,
     /// The entity body exactly as received (still content-encoded).
     pub payload: Vec<u8>,
+    /// Its [`payload_digest`], computed once by the fetcher.
+    pub payload_digest: String,
     /// The body was cut at the size cap.
     pub truncated: bool,
     /// Archive the response as a revisit of an earlier record (its payload is not kept).
@@ -284,7 +286,7 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
     )?;
     set(&mut resp, WarcHeader::BlockDigest, &block_digest)?;
     match &ex.revisit {
-        None => set(&mut resp, WarcHeader::PayloadDigest, &sha1_b32(&ex.payload))?,
+        None => set(&mut resp, WarcHeader::PayloadDigest, &ex.payload_digest)?,
         Some(r) => {
             // Only the headers are kept; the payload is the earlier record's.
             set(&mut resp, WarcHeader::Profile, r.profile.uri())?;
@@ -415,6 +417,7 @@ mod tests {
             request_head: b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n".to_vec(),
             response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".to_vec(),
             payload: vec![b'x'; 1000],
+            payload_digest: payload_digest(&[b'x'; 1000]),
             truncated: false,
         }
     }

@@ -75,9 +75,23 @@ pub enum IndexAction {
     Remove(String),
 }
 
+impl IndexAction {
+    /// Read off the written record alone, so the writer and a resumed crawl replaying
+    /// `pages.jsonl` decide alike.
+    pub fn of(page: &PageRecord) -> IndexAction {
+        match page.change.as_ref() {
+            Some(c) if c.status == ChangeStatus::Same => IndexAction::Keep,
+            Some(c) if c.status == ChangeStatus::Removed => match &c.unindexed {
+                Some(canonical) => IndexAction::Remove(canonical.clone()),
+                None => IndexAction::Keep,
+            },
+            _ => IndexAction::Add,
+        }
+    }
+}
+
 pub struct Outcome {
     pub page: PageRecord,
-    pub index: IndexAction,
     pub event: Option<ChangeEvent>,
 }
 
@@ -122,7 +136,6 @@ impl Recrawl {
             carried.change = Some(c);
             return Ok(Outcome {
                 page: carried,
-                index: IndexAction::Keep,
                 event: None,
             });
         }
@@ -136,7 +149,6 @@ impl Recrawl {
             let mut o = self
                 .removed(page, prior, "redirected".into(), linked, now)
                 .await?;
-            o.index = IndexAction::Keep;
             if let Some(c) = o.page.change.as_mut() {
                 c.unindexed = None;
             }
@@ -166,7 +178,6 @@ impl Recrawl {
             }
             return Ok(Outcome {
                 page: carried,
-                index: IndexAction::Keep,
                 event: None,
             });
         }
@@ -225,11 +236,7 @@ impl Recrawl {
             unindexed: None,
         });
         let event = ok.then(|| self.event(&page, None, None, now));
-        Outcome {
-            page,
-            index: IndexAction::Add,
-            event,
-        }
+        Outcome { page, event }
     }
 
     fn same(
@@ -243,11 +250,7 @@ impl Recrawl {
         let mut c = self.mark(ChangeStatus::Same, prior, linked, now, 0);
         c.reason = Some(reason.to_string());
         page.change = Some(c);
-        Outcome {
-            page,
-            index: IndexAction::Keep,
-            event: None,
-        }
+        Outcome { page, event: None }
     }
 
     async fn changed(
@@ -266,7 +269,6 @@ impl Recrawl {
         let event = self.event(&page, Some(&prior), Some(diff), now);
         Ok(Outcome {
             page,
-            index: IndexAction::Add,
             event: Some(event),
         })
     }
@@ -294,16 +296,11 @@ impl Recrawl {
         };
         let mut c = self.mark(ChangeStatus::Removed, &prior, linked, now, fails);
         c.reason = Some(reason);
-        c.unindexed = own.then(|| canonical.clone());
+        c.unindexed = own.then_some(canonical);
         page.change = Some(c);
         let event = self.event(&page, Some(&prior), None, now);
         Ok(Outcome {
             page,
-            index: if own {
-                IndexAction::Remove(canonical)
-            } else {
-                IndexAction::Keep
-            },
             event: Some(event),
         })
     }
@@ -560,7 +557,10 @@ mod tests {
         // A non-HTML page recorded without extraction, unchanged: the same.
         let o = r.classify(pdf, now).await.unwrap();
         assert_eq!(o.page.change.as_ref().unwrap().status, ChangeStatus::Same);
-        assert_eq!((o.index, o.event.is_none()), (IndexAction::Keep, true));
+        assert_eq!(
+            (IndexAction::of(&o.page), o.event.is_none()),
+            (IndexAction::Keep, true)
+        );
 
         // Gone, but indexed under another page's URL: that page's rows stay.
         let o = r
@@ -571,14 +571,17 @@ mod tests {
             o.page.change.as_ref().unwrap().status,
             ChangeStatus::Removed
         );
-        assert_eq!(o.index, IndexAction::Keep);
+        assert_eq!(IndexAction::of(&o.page), IndexAction::Keep);
         assert!(crate::IndexItem::of_line(o.page.clone(), 9).is_none());
         // Gone, its own rows: removed from the index.
         let o = r
             .classify(record("http://a/own", 410, ""), now)
             .await
             .unwrap();
-        assert_eq!(o.index, IndexAction::Remove("http://a/own".into()));
+        assert_eq!(
+            IndexAction::of(&o.page),
+            IndexAction::Remove("http://a/own".into())
+        );
         // A resumed crawl replaying the line removes the same rows.
         let replayed = crate::IndexItem::of_line(o.page.clone(), 9);
         assert!(
@@ -596,7 +599,7 @@ mod tests {
             o.page.change.as_ref().unwrap().reason.as_deref(),
             Some("redirected")
         );
-        assert_eq!(o.index, IndexAction::Keep);
+        assert_eq!(IndexAction::of(&o.page), IndexAction::Keep);
         assert!(crate::IndexItem::of_line(o.page.clone(), 9).is_none());
 
         // A first failure keeps the earlier record and asks again within the minimum.

@@ -43,17 +43,15 @@ pub enum IndexItem {
 }
 
 impl IndexItem {
-    /// The index's part of a line of `pages.jsonl` (a resumed crawl's lines not yet in the
-    /// index): none for an unchanged or unindexable page.
+    /// The index's part of a line of `pages.jsonl`, as the writer sends it and a resumed
+    /// crawl replays it: none for an unchanged or unindexable page.
     pub fn of_line(page: PageRecord, end: u64) -> Option<IndexItem> {
-        use trawl_core::change::ChangeStatus;
-        match page.change.as_ref().map(|c| c.status) {
-            Some(ChangeStatus::Same) => None,
-            Some(ChangeStatus::Removed) => page
-                .change
-                .and_then(|c| c.unindexed)
-                .map(|canonical| IndexItem::Remove(canonical, end)),
-            _ => trawl_index::indexer::wants(&page).then(|| IndexItem::Add(Box::new(page), end)),
+        match changes::IndexAction::of(&page) {
+            changes::IndexAction::Keep => None,
+            changes::IndexAction::Remove(canonical) => Some(IndexItem::Remove(canonical, end)),
+            changes::IndexAction::Add => {
+                trawl_index::indexer::wants(&page).then(|| IndexItem::Add(Box::new(page), end))
+            }
         }
     }
 }
@@ -336,12 +334,12 @@ async fn write_docs(
         let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes)?;
         if let IndexTarget::InPlace { indexer, .. } = &mut target {
             for o in &outcomes {
-                match &o.index {
+                match changes::IndexAction::of(&o.page) {
                     changes::IndexAction::Add => {
                         indexer.add_page(&o.page).await?;
                     }
                     changes::IndexAction::Remove(c) => {
-                        indexer.remove_page(c);
+                        indexer.remove_page(&c);
                     }
                     changes::IndexAction::Keep => {}
                 }
@@ -369,19 +367,12 @@ async fn write_docs(
                 // never the events (they are in changes.jsonl).
                 let _ = tx.send(e);
             }
-            if let IndexTarget::Task(tx) = &target {
-                let item = match o.index {
-                    changes::IndexAction::Add if trawl_index::indexer::wants(&o.page) => {
-                        Some(IndexItem::Add(Box::new(o.page), line_end))
-                    }
-                    changes::IndexAction::Remove(c) => Some(IndexItem::Remove(c, line_end)),
-                    _ => None,
-                };
-                if let Some(item) = item {
-                    tx.send(item)
-                        .await
-                        .map_err(|_| IndexerError::IndexStopped)?;
-                }
+            if let IndexTarget::Task(tx) = &target
+                && let Some(item) = IndexItem::of_line(o.page, line_end)
+            {
+                tx.send(item)
+                    .await
+                    .map_err(|_| IndexerError::IndexStopped)?;
             }
             docs.ack(id).await?;
         }
@@ -400,11 +391,7 @@ async fn compare(
     for page in pages {
         out.push(match &side.recrawl {
             Some(r) => r.compare.classify(page, now).await?,
-            None => changes::Outcome {
-                page,
-                index: changes::IndexAction::Add,
-                event: None,
-            },
+            None => changes::Outcome { page, event: None },
         });
     }
     Ok(out)
