@@ -5,20 +5,12 @@
 //! SIGTERM stops every service cleanly; killed replicas and a Redis restart lose nothing.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{bin, cleanup, max_overlap, min_gap_ms, options, services_up};
+use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+use support::{cleanup, max_overlap, min_gap_ms, options};
 use trawl_testsite::{Robots, SiteConfig, TestSite};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)> {
     let mut out = BTreeMap::new();
@@ -42,16 +34,6 @@ fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)
         }
     }
     out
-}
-
-struct Services(Vec<(String, Child)>);
-
-impl Drop for Services {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,75 +176,6 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
     );
 
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
-}
-
-/// The binaries a cluster test runs, in the order of [`NAMES`]; `None` (with a message)
-/// when the servers or the binaries are missing.
-const NAMES: [&str; 5] = [
-    "trawl",
-    "trawl-frontier",
-    "trawl-fetcher",
-    "trawl-extractor",
-    "trawl-indexer",
-];
-
-fn service_bins() -> Option<Vec<PathBuf>> {
-    if !services_up() {
-        return None;
-    }
-    let paths = NAMES.iter().map(|n| bin(n)).collect::<Option<Vec<_>>>();
-    if paths.is_none() {
-        // The test command builds them (each service package has a test of its binary);
-        // there, a missing binary is a failure, not a skip.
-        if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
-            panic!("the service binaries are not built (cargo test --workspace builds them)");
-        }
-        eprintln!(
-            "SKIPPED: the service binaries are not built (cargo test --workspace builds them)"
-        );
-    }
-    paths
-}
-
-/// `trawl submit ARGS... --wait` in the background; the handle yields the drained crawl's
-/// report once the command has succeeded.
-fn submit_wait(
-    trawl: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> tokio::task::JoinHandle<serde_json::Value> {
-    let mut c = Command::new(trawl);
-    c.arg("submit")
-        .args(args)
-        .args(["--wait", "--wait-timeout", "120"])
-        .env("TRAWL_LOG", "warn");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    tokio::task::spawn_blocking(move || {
-        let done = c.output().unwrap();
-        assert!(
-            done.status.success(),
-            "{}",
-            String::from_utf8_lossy(&done.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&done.stdout);
-        serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap()
-    })
-}
-
-/// Starts one service process with the test's environment.
-fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
-    let mut c = Command::new(path);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.env("TRAWL_METRICS_ADDR", format!("127.0.0.1:{port}"))
-        .env("TRAWL_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

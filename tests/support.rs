@@ -128,3 +128,5 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
         st.clear().await.unwrap();
     }
 }
+pub mod changing;
+pub mod services;

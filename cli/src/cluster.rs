@@ -9,13 +9,15 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters, hop_stats};
+use trawl_cluster::redis_history::RedisHistory;
 use trawl_cluster::redis_state::RedisState;
 use trawl_cluster::service;
 use trawl_core::Discovered;
 use trawl_core::counters::{Counter, Counters};
+use trawl_core::history::Unlinked;
 use trawl_core::pipeline::HOPS;
 use trawl_core::queue::Queue;
-use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings};
+use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::State;
 
@@ -36,6 +38,13 @@ pub struct SubmitArgs {
     /// the settings they started with until they are restarted).
     #[arg(long)]
     pub replace: bool,
+    /// A re-crawl: compare every page with the earlier crawl of this id (conditional
+    /// requests, change events on `trawl.changed`; it must have drained).
+    #[arg(long, value_name = "CRAWL")]
+    pub since: Option<String>,
+    /// With --since: fetch only the pages the adaptive revisit interval makes due.
+    #[arg(long, requires = "since")]
+    pub due_only: bool,
     #[command(flatten)]
     pub cluster: ClusterSettings,
     #[command(flatten)]
@@ -160,6 +169,8 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
         settings: args.settings.clone(),
         index: args.index.clone(),
+        since: args.since.clone(),
+        due_only: args.due_only,
     })
 }
 
@@ -167,6 +178,9 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let spec = spec_from(args)?;
     let c = &args.cluster;
     let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
+    if let Some(since) = &spec.since {
+        check_baseline(c, &spec.crawl, since).await?;
+    }
     let put = |replace| trawl_cluster::spec::put(&c.redis_url, &spec, replace);
     if !put(args.replace).await.map_err(anyhow::Error::msg)? {
         // A crawl with this id exists. A running one keeps its spec unless --replace says
@@ -194,6 +208,34 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     println!("{}", spec.crawl);
     if args.wait {
         wait_drained(c, &args.crawl, args.wait_timeout).await?;
+    }
+    Ok(())
+}
+
+/// A re-crawl's earlier crawl must be another one, known to this Redis, and drained (a
+/// crawl still running is no baseline: the pages it has not written yet would be "new").
+async fn check_baseline(c: &ClusterSettings, crawl: &str, since: &str) -> anyhow::Result<()> {
+    if since == crawl {
+        bail!("--since {since:?} names this crawl: a re-crawl needs a new --crawl id");
+    }
+    if trawl_cluster::spec::get(&c.redis_url, since)
+        .await
+        .map_err(anyhow::Error::msg)?
+        .is_none()
+    {
+        bail!(
+            "--since {since:?}: no crawl of that id in {}",
+            redact_url(&c.redis_url)
+        );
+    }
+    let s = status(c, since).await?;
+    if !s.drained {
+        bail!(
+            "--since {since:?} is still running ({} URLs queued, {} host slots held): wait \
+             for it to drain",
+            s.queued_urls,
+            s.host_claims
+        );
     }
     Ok(())
 }
@@ -245,6 +287,19 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     let state = RedisState::connect(&c.redis_url, crawl, 1, 1, 1)
         .await
         .context("connecting to Redis")?;
+    // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs.
+    let spec = trawl_cluster::spec::get(&c.redis_url, crawl)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let rechecked = match spec.and_then(|s| s.since) {
+        Some(_) => {
+            RedisHistory::connect(&c.redis_url, crawl)
+                .await?
+                .checked()
+                .await?
+        }
+        None => true,
+    };
     let counters = state.counters().await?;
     let typed = Counters::from_map(&counters);
     let c = |k: Counter| typed.get(&k);
@@ -252,7 +307,12 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     let host_claims = state.claims().await?;
     Ok(Status {
         crawl: crawl.to_string(),
-        drained: pending.values().all(|n| *n == 0) && queued_urls == 0 && host_claims == 0,
+        drained: pending
+            .iter()
+            .all(|(hop, n)| *n == 0 || !trawl_core::pipeline::is_crawl_hop(hop))
+            && queued_urls == 0
+            && host_claims == 0
+            && rechecked,
         pending,
         queued_urls,
         host_claims,
@@ -295,7 +355,7 @@ fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
         .copied()
         .find(|(h, s)| *s == stage || *h == stage)
         .with_context(|| {
-            format!("unknown stage {stage:?}: frontier, fetcher, extractor or indexer")
+            format!("unknown stage {stage:?}: frontier, fetcher, extractor, indexer or notifier")
         })
 }
 

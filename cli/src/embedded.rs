@@ -6,7 +6,6 @@
 //! The crawl is durable: its state is journaled to `crawl.db` in the output directory
 //! (`trawl-store`), and a crawl killed or interrupted there resumes with `--resume`.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::task::JoinHandle;
 use trawl_core::counters::Counters;
-use trawl_core::history::History;
+use trawl_core::history::{History, MemoryUnlinked, Unlinked};
 use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
@@ -130,6 +129,8 @@ impl Plan {
             start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
             settings: opts.crawl.clone(),
             index: opts.index.settings.index.clone(),
+            since: None,
+            due_only: false,
         };
         let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
         let since = match (&opts.since, &start_kind) {
@@ -300,6 +301,7 @@ impl MemoryHops {
             fetch: self.fetch.clone(),
             fetched: self.fetched.clone(),
             docs: self.docs.clone(),
+            changed: Arc::new(trawl_core::queue::Unconnected("changed")),
         }
     }
 
@@ -338,21 +340,21 @@ struct Pipeline {
     crawl: String,
     /// A re-crawl's end-of-crawl check of the earlier crawl's URLs, until it is done.
     recheck: Option<Recheck>,
-    webhook: Option<JoinHandle<crate::webhook::Deliveries>>,
-    deliveries: Option<crate::webhook::Deliveries>,
+    webhook: Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
+    deliveries: Option<trawl_notifier::webhook::Deliveries>,
 }
 
 /// The earlier crawl's URLs this crawl did not reach are fetched once the crawl is done:
 /// still there (not linked any more), changed, or removed.
 struct Recheck {
     history: Arc<StoreHistory>,
-    unlinked: Arc<Mutex<HashSet<String>>>,
+    unlinked: Arc<dyn Unlinked>,
 }
 
 /// A re-crawl's writer outputs, its webhook notifier and its end-of-crawl check.
 type RecrawlParts = (
     Option<Arc<RecrawlOutputs>>,
-    Option<JoinHandle<crate::webhook::Deliveries>>,
+    Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
     Option<Recheck>,
 );
 
@@ -373,32 +375,36 @@ fn recrawl_parts(
                     "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
                 );
             }
-            let cfg = crate::webhook::WebhookConfig {
+            let cfg = trawl_notifier::webhook::WebhookConfig {
                 url: url.clone(),
                 secret: secret
                     .as_deref()
-                    .map(crate::webhook::WebhookConfig::secret_from),
+                    .map(trawl_notifier::webhook::WebhookConfig::secret_from),
                 tries: s.webhook_tries.max(1),
                 backoff: Duration::from_millis(s.webhook_backoff_ms),
                 wait_after: Duration::from_secs(s.webhook_wait_s),
                 undelivered: opts.out.join("changes-undelivered.jsonl"),
             };
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            (Some(tx), Some(tokio::spawn(crate::webhook::run(cfg, rx))))
+            (
+                Some(tx),
+                Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx))),
+            )
         }
         None => (None, None),
     };
-    let unlinked = Arc::new(Mutex::new(HashSet::new()));
+    let unlinked: Arc<dyn Unlinked> = Arc::new(MemoryUnlinked::default());
     let outputs = RecrawlOutputs {
         compare: Recrawl {
             history: history.clone(),
             crawl: plan.spec.crawl.clone(),
             since: history.crawl.clone(),
-            schedule: Schedule::default(),
+            schedule: Schedule::from_settings(s),
             unlinked: unlinked.clone(),
         },
         changes: Mutex::new(changes),
         notify,
+        publish: None,
     };
     let recheck = Recheck {
         history: history.clone(),
@@ -474,6 +480,7 @@ impl Pipeline {
             index: index_tx,
             journal: Some(Arc::new(journal.clone())),
             recrawl,
+            archive: None,
         };
         trawl_indexer::spawn(&mut output, &sink, &state, writer, &hops, &output_rx);
         // With the stages running: the frontier takes batches as they come.
@@ -524,10 +531,8 @@ impl Pipeline {
             .filter(|(u, _, _)| !self.memory.is_seen(u))
             .map(|(url, depth, kind)| trawl_core::DiscoveredUrl { url, depth, kind })
             .collect();
-        r.unlinked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(missing.iter().map(|u| u.url.clone()));
+        let urls: Vec<String> = missing.iter().map(|u| u.url.clone()).collect();
+        r.unlinked.add(&urls).await?;
         for chunk in missing.chunks(1000) {
             self.queues
                 .discovered

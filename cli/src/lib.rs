@@ -11,7 +11,7 @@ pub mod options;
 pub mod progress;
 pub mod report;
 pub mod watch;
-pub mod webhook;
+pub use trawl_notifier::webhook;
 
 pub use embedded::{CrawlOutputs, crawl};
 pub use options::CrawlOptions;

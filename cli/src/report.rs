@@ -73,7 +73,7 @@ pub struct CrawlReport {
     pub changes: BTreeMap<String, i64>,
     /// Webhook deliveries of the change events.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub webhook: Option<crate::webhook::Deliveries>,
+    pub webhook: Option<trawl_notifier::webhook::Deliveries>,
 }
 
 impl CrawlReport {

@@ -16,7 +16,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "trawl"
 K8S_VERSION = "1.30.0"
-STAGES = ["frontier", "fetcher", "extractor", "indexer"]
+STAGES = ["frontier", "fetcher", "extractor", "indexer", "notifier"]
 STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "indexer": "TRAWL_DOCS"}
 failures = []
 
@@ -94,6 +94,10 @@ def check_case(name, values, over):
             ref = env.get("TRAWL_REDIS_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
             check(ref.get("name") == rsecret and ref.get("key") == eff["redis"]["auth"]["urlKey"],
                   f"{tag} {stage} Redis URL not from {rsecret}")
+        if stage == "notifier" and eff["webhook"]["existingSecret"]:
+            ref = env.get("TRAWL_WEBHOOK_SECRET", {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == eff["webhook"]["existingSecret"] and ref.get("key") == eff["webhook"]["secretKey"],
+                  f"{tag} notifier webhook secret not from {eff['webhook']['existingSecret']}")
         if stage == "indexer":
             gpu = eff["stages"]["indexer"]["gpu"]
             limits = c.get("resources", {}).get("limits", {})

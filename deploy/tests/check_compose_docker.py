@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STAGES = ["frontier", "fetcher", "extractor", "indexer"]
+STAGES = ["frontier", "fetcher", "extractor", "indexer", "notifier"]
 failures = []
 
 
@@ -69,7 +69,7 @@ def compose():
     for p in dash["panels"]:
         for t in p["targets"]:
             for metric in re.findall(r"trawl_[a-z_]+", t["expr"]):
-                base = re.sub(r"_(frontier|fetcher|extractor|indexer)_ready$", "_{stage}_ready", metric)
+                base = re.sub(r"_(frontier|fetcher|extractor|indexer|notifier)_ready$", "_{stage}_ready", metric)
                 check(base in source or metric in source, f"dashboard metric {metric} is not exported")
             for event in re.findall(r'event=~"([^"]+)"', t["expr"]):
                 for e in event.split("|"):

@@ -180,17 +180,6 @@ impl RedisState {
         &self.prefix
     }
 
-    /// Host slots held right now (claimed and not yet released or expired).
-    pub async fn claims(&self) -> CoreResult<usize> {
-        let mut conn = self.conn.clone();
-        redis::cmd("ZCARD")
-            .arg(format!("{}claimexp", self.prefix))
-            .query_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("claims", e))
-    }
-
     /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
     pub async fn clear(&self) -> CoreResult<u64> {
         let mut conn = self.conn.clone();
@@ -219,6 +208,18 @@ impl State for RedisState {
             .await
             .map_err(|e| backend("seen", e))?;
         Ok(added == 1)
+    }
+
+    async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
+        let d = seen_digest(key);
+        let mut conn = self.conn.clone();
+        redis::cmd("SISMEMBER")
+            .arg(format!("{}seen:{:04x}", self.prefix, d >> 48))
+            .arg((d & 0xffff_ffff_ffff) as i64)
+            .query_async(&mut conn)
+            .within()
+            .await
+            .map_err(|e| backend("seen", e))
     }
 
     async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
@@ -300,6 +301,17 @@ impl State for RedisState {
             .within()
             .await
             .map_err(|e| backend("queued", e))
+    }
+
+    /// Claimed and not yet released or expired.
+    async fn claims(&self) -> CoreResult<usize> {
+        let mut conn = self.conn.clone();
+        redis::cmd("ZCARD")
+            .arg(format!("{}claimexp", self.prefix))
+            .query_async(&mut conn)
+            .within()
+            .await
+            .map_err(|e| backend("claims", e))
     }
 
     async fn robots_get(&self, host: &str, _now_ms: u64) -> CoreResult<Option<RobotsEntry>> {

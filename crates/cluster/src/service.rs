@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use trawl_core::counters::Counters;
-use trawl_core::pipeline::{HOPS, Hops, Shutdown, StageContext, StageResult};
+use trawl_core::pipeline::{Backlog, HOPS, Hops, Shutdown, StageContext, StageResult};
 use trawl_core::queue::Unconnected;
 use trawl_core::settings::{ClusterSettings, Settings, redact_url};
 use trawl_core::spec::CrawlSpec;
@@ -17,6 +17,7 @@ use trawl_dedup::Gate;
 
 use crate::jetstream::{JetStreamQueue, QueueConfig, hop_stats};
 use crate::redis_conn::Within;
+use crate::redis_history::RedisHistory;
 use crate::redis_state::RedisState;
 
 /// Connects to NATS with the settings' credentials; errors never show a password.
@@ -71,6 +72,7 @@ pub async fn hops(
         fetch: hop!("fetch"),
         fetched: hop!("fetched"),
         docs: hop!("docs"),
+        changed: hop!("changed"),
     })
 }
 
@@ -115,6 +117,25 @@ pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<Redi
 /// What a service's stage may ask of the cluster beyond its [`StageContext`].
 pub struct Backends {
     pub settings: Settings,
+    pub client: async_nats::Client,
+}
+
+/// The crawl hops' backlog, from their streams' message counts (no consumer is made).
+struct StreamBacklog {
+    client: async_nats::Client,
+    cluster: ClusterSettings,
+}
+
+#[async_trait::async_trait]
+impl Backlog for StreamBacklog {
+    async fn pending(&self) -> trawl_core::CoreResult<u64> {
+        Ok(hop_stats(&self.client, &self.cluster)
+            .await
+            .iter()
+            .filter(|h| trawl_core::pipeline::is_crawl_hop(h.hop))
+            .map(|h| h.pending)
+            .sum())
+    }
 }
 
 impl Backends {
@@ -128,6 +149,38 @@ impl Backends {
                 .await
                 .map_err(|e| e.to_string())?;
         Ok(Some(Arc::new(gate)))
+    }
+
+    pub fn backlog(&self) -> Arc<dyn Backlog> {
+        Arc::new(StreamBacklog {
+            client: self.client.clone(),
+            cluster: self.settings.cluster.clone(),
+        })
+    }
+
+    /// Where this crawl keeps its pages for a later re-crawl, and its unlinked set.
+    pub async fn archive(&self, spec: &CrawlSpec) -> Result<Arc<RedisHistory>, String> {
+        RedisHistory::connect(&self.settings.cluster.redis_url, &spec.crawl)
+            .await
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A re-crawl's earlier crawl (`spec.since`), read back from Redis.
+    pub async fn history(&self, spec: &CrawlSpec) -> Result<Option<Arc<RedisHistory>>, String> {
+        let Some(since) = &spec.since else {
+            return Ok(None);
+        };
+        let h = RedisHistory::connect(&self.settings.cluster.redis_url, since)
+            .await
+            .map_err(|e| e.to_string())?;
+        if h.is_empty().await.map_err(|e| e.to_string())? {
+            tracing::warn!(
+                since,
+                "the earlier crawl kept no pages: every page will be new"
+            );
+        }
+        Ok(Some(Arc::new(h)))
     }
 }
 
@@ -291,6 +344,7 @@ where
         let max_message_bytes = Some(client.server_info().max_payload);
         let backends = Arc::new(Backends {
             settings: settings.clone(),
+            client: client.clone(),
         });
         let mut state = state_for(c, &spec).await?;
         tracing::info!(crawl = %spec.crawl, stage = name, "running");

@@ -58,10 +58,16 @@ pub enum Counter {
     WireBytes,
     DuplicatesExact,
     DuplicatesNear,
+    /// Change events delivered to the webhook by the cluster's notifier (a 2xx).
+    WebhookDelivered,
+    /// Webhook requests sent by the notifier, retries included.
+    WebhookAttempts,
+    /// Change events the notifier gave up on (moved to the dead-letter stream).
+    WebhookDeadLettered,
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 22] = [
+const FIXED: [(Counter, &str); 25] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -84,6 +90,9 @@ const FIXED: [(Counter, &str); 22] = [
     (Counter::WireBytes, "pages.wire_bytes"),
     (Counter::DuplicatesExact, "pages.duplicate.exact"),
     (Counter::DuplicatesNear, "pages.duplicate.near"),
+    (Counter::WebhookDelivered, "notifier.delivered"),
+    (Counter::WebhookAttempts, "notifier.attempts"),
+    (Counter::WebhookDeadLettered, "notifier.dead_lettered"),
 ];
 
 /// Makes a labelled counter from its label.

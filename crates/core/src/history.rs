@@ -3,6 +3,9 @@
 //! (`trawl-store`); the fetcher asks it for validators, the writer for the fingerprints
 //! and the earlier record.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +39,30 @@ impl Prior {
     pub fn was_ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
+
+    /// What a written record tells a later crawl (the embedded store keeps the same facts
+    /// as columns of `crawl.db`).
+    pub fn of(p: &PageRecord) -> Prior {
+        let change = p.change.as_ref();
+        Prior {
+            status: p.status,
+            final_url: p.final_url.clone(),
+            facts: ResponseFacts {
+                revisit: None,
+                ..p.facts.clone()
+            },
+            text_hash: p.text_hash.clone(),
+            simhash: p.simhash.clone(),
+            fetched_at: p.fetched_at.clone(),
+            changed_at: change.map(|c| c.changed_at.clone()),
+            interval_s: change.map(|c| c.interval_s),
+            next_due: change.map(|c| c.next_due.clone()),
+            fails: change.map_or(0, |c| c.fails),
+            depth: p.depth,
+            kind: p.kind,
+            has_record: true,
+        }
+    }
 }
 
 #[async_trait]
@@ -46,4 +73,54 @@ pub trait History: Send + Sync {
     /// Every URL of the earlier crawl that gave a page, with its depth and kind: the ones
     /// this crawl does not reach are fetched again at its end.
     async fn known(&self) -> CoreResult<Vec<(String, u32, UrlKind)>>;
+}
+
+/// Where a cluster crawl keeps each written page for a later re-crawl to compare with
+/// (the embedded runtime's journal keeps the same in `crawl.db` and `pages.jsonl`).
+#[async_trait]
+pub trait PageArchive: Send + Sync {
+    async fn keep(&self, pages: &[&PageRecord]) -> CoreResult<()>;
+}
+
+/// The URLs a re-crawl admitted only by its end-of-crawl check of the earlier crawl's
+/// URLs: no page of this crawl links to them.
+#[async_trait]
+pub trait Unlinked: Send + Sync {
+    async fn add(&self, urls: &[String]) -> CoreResult<()>;
+    async fn contains(&self, url: &str) -> CoreResult<bool>;
+    /// Whether the end-of-crawl check has run to its end.
+    async fn checked(&self) -> CoreResult<bool>;
+    /// The end-of-crawl check has run to its end: it is not run again (a check cut short
+    /// runs again in full; its URLs already admitted are dropped as seen).
+    async fn mark_checked(&self) -> CoreResult<()>;
+}
+
+/// [`Unlinked`] in memory, for the embedded runtime.
+#[derive(Default)]
+pub struct MemoryUnlinked(Mutex<HashSet<String>>, std::sync::atomic::AtomicBool);
+
+#[async_trait]
+impl Unlinked for MemoryUnlinked {
+    async fn checked(&self) -> CoreResult<bool> {
+        Ok(self.1.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    async fn mark_checked(&self) -> CoreResult<()> {
+        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn add(&self, urls: &[String]) -> CoreResult<()> {
+        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        set.extend(urls.iter().cloned());
+        Ok(())
+    }
+
+    async fn contains(&self, url: &str) -> CoreResult<bool> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(url))
+    }
 }

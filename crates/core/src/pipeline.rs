@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::task::JoinSet;
 
+use crate::change::ChangeEvent;
 use crate::queue::Queue;
 use crate::settings::ProcessSettings;
 use crate::spec::CrawlSpec;
@@ -34,15 +35,24 @@ pub struct Hops {
     pub fetched: Arc<dyn Queue<Fetched>>,
     /// Page records: into the indexer.
     pub docs: Arc<dyn Queue<Doc>>,
+    /// A re-crawl's change events: into the notifier (the cluster's; the embedded runtime
+    /// hands its events to the webhook task directly and leaves this hop unconnected).
+    pub changed: Arc<dyn Queue<ChangeEvent>>,
 }
 
 /// The hop names and the stage that consumes each, in pipeline order.
-pub const HOPS: [(&str, &str); 4] = [
+pub const HOPS: [(&str, &str); 5] = [
     ("discovered", "frontier"),
     ("fetch", "fetcher"),
     ("fetched", "extractor"),
     ("docs", "indexer"),
+    ("changed", "notifier"),
 ];
+
+/// Whether work on `hop` keeps a crawl running: change events are deliveries after it.
+pub fn is_crawl_hop(hop: &str) -> bool {
+    hop != "changed"
+}
 
 /// The hops each stage uses (consumes or publishes to).
 pub fn hops_of(stage: &str) -> &'static [&'static str] {
@@ -50,9 +60,18 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
         "frontier" => &["discovered", "fetch"],
         "fetcher" => &["fetch", "fetched", "discovered"],
         "extractor" => &["fetched", "docs", "discovered"],
-        "indexer" => &["docs"],
-        _ => &["discovered", "fetch", "fetched", "docs"],
+        "indexer" => &["docs", "changed"],
+        "notifier" => &["changed"],
+        _ => &["discovered", "fetch", "fetched", "docs", "changed"],
     }
+}
+
+/// Messages waiting or unacknowledged on every crawl hop (not `changed`), as a stage that
+/// sees only its own hops asks the runtime: the cluster's frontier waits for zero before a
+/// re-crawl's end-of-crawl check.
+#[async_trait::async_trait]
+pub trait Backlog: Send + Sync {
+    async fn pending(&self) -> crate::CoreResult<u64>;
 }
 
 /// The tasks of one or more stages.

@@ -14,6 +14,13 @@ pub struct CrawlSpec {
     pub start: Vec<(String, UrlKind)>,
     pub settings: CrawlSettings,
     pub index: IndexSettings,
+    /// A re-crawl: the id of the earlier crawl (in the same Redis) its pages are compared
+    /// with. The embedded runtime names a directory instead (`--since DIR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// A re-crawl fetches only the pages its adaptive schedule makes due.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub due_only: bool,
 }
 
 impl CrawlSpec {

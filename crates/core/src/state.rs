@@ -50,6 +50,8 @@ pub struct Claim {
 pub trait State: Send + Sync {
     /// Adds `key` to the seen-set; true when it was not there before.
     async fn seen_add(&self, key: &str) -> CoreResult<bool>;
+    /// Whether `key` is in the seen-set.
+    async fn seen_contains(&self, key: &str) -> CoreResult<bool>;
     /// Puts a job in its host's queue, evicting the lowest-priority URL when full.
     async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued>;
     /// Takes the best job of the host that has been ready longest (`next_allowed <= now`)
@@ -61,6 +63,8 @@ pub trait State: Send + Sync {
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>>;
     /// URLs waiting in host queues.
     async fn queued(&self) -> CoreResult<usize>;
+    /// Host slots held right now (claimed and not yet released).
+    async fn claims(&self) -> CoreResult<usize>;
     async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>>;
     async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()>;
     /// Adds `by` to a counter and returns its new value.
@@ -288,6 +292,15 @@ impl State for MemoryState {
 
     async fn queued(&self) -> CoreResult<usize> {
         Ok(self.lock().by_priority.len())
+    }
+
+    async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
+        Ok(self.is_seen(key))
+    }
+
+    async fn claims(&self) -> CoreResult<usize> {
+        let inner = self.lock();
+        Ok(inner.hosts.values().map(|q| q.in_flight as usize).sum())
     }
 
     async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>> {

@@ -96,6 +96,8 @@ fn sqlite(dir: &std::path::Path, n: usize) -> (f64, u64, f64) {
         start: vec![],
         settings: Default::default(),
         index: Default::default(),
+        since: None,
+        due_only: false,
     };
     let (_, r) = trawl_store::resume::open(dir, &spec).unwrap();
     assert_eq!(r.seen.len(), n);

@@ -60,6 +60,14 @@ impl State for DurableState {
         self.inner.queued().await
     }
 
+    async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
+        self.inner.seen_contains(key).await
+    }
+
+    async fn claims(&self) -> CoreResult<usize> {
+        self.inner.claims().await
+    }
+
     async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>> {
         self.inner.robots_get(host, now_ms).await
     }

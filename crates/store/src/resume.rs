@@ -188,6 +188,8 @@ mod tests {
             start: vec![("http://a.test/".into(), UrlKind::Page)],
             settings: Default::default(),
             index: Default::default(),
+            since: None,
+            due_only: false,
         }
     }
 

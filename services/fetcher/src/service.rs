@@ -3,12 +3,16 @@
 
 use std::sync::Arc;
 
+use trawl_core::history::History;
 use trawl_core::pipeline::{StageContext, StageResult, Workers};
 
 use crate::warcout::{WarcConfig, WarcWriterTask};
 use crate::{Fetcher, FetcherConfig};
 
-pub async fn serve(ctx: StageContext) -> StageResult {
+/// With `history` (a re-crawl's earlier crawl), requests are conditional and unchanged
+/// responses are archived as revisits; with the spec's `due_only`, pages not due yet are
+/// answered without a request.
+pub async fn serve(ctx: StageContext, history: Option<Arc<dyn History>>) -> StageResult {
     let spec = &ctx.spec;
     let mut cfg = FetcherConfig::from_settings(&spec.crawl, &spec.settings);
     if let Some(max) = ctx.max_message_bytes {
@@ -31,13 +35,17 @@ pub async fn serve(ctx: StageContext) -> StageResult {
         .map(WarcWriterTask::start)
         .transpose()
         .map_err(|e| format!("WARC output: {e}"))?;
-    let fetcher = Arc::new(Fetcher::new(
+    let mut fetcher = Fetcher::new(
         cfg,
         ctx.state.clone(),
         spec.scope(),
         spec.normalizer(),
         warc.as_ref().map(|w| w.handle()),
-    )?);
+    )?;
+    if let Some(h) = history {
+        fetcher = fetcher.with_history(h).due_only(spec.due_only);
+    }
+    let fetcher = Arc::new(fetcher);
     ctx.set_ready();
     let mut workers = Workers::new();
     crate::worker::spawn(

@@ -21,6 +21,8 @@ use trawl_core::state::{Enqueued, State};
 use trawl_core::urlnorm::{Normalizer, host_key};
 use trawl_core::{CoreError, Discovered, DiscoveredUrl, FetchJob, MESSAGE_VERSION, UrlKind};
 
+pub mod recheck;
+
 pub use traps::{TrapConfig, TrapKind};
 
 impl FrontierConfig {
@@ -248,13 +250,20 @@ pub fn spawn(workers: &mut Workers, frontier: &Arc<Frontier>, hops: &Hops, stop:
     ));
 }
 
-/// The frontier as one stage of a cluster crawl.
-pub async fn serve(ctx: StageContext) -> StageResult {
+/// The frontier as one stage of a cluster crawl; on a re-crawl, with its end-of-crawl check.
+pub async fn serve(ctx: StageContext, recheck: Option<recheck::Recheck>) -> StageResult {
     let cfg = FrontierConfig::from_settings(&ctx.spec.crawl, &ctx.spec.settings, ctx.spec.scope());
     let frontier = Arc::new(Frontier::new(cfg, ctx.state.clone()));
     ctx.set_ready();
     let mut workers = Workers::new();
     spawn(&mut workers, &frontier, &ctx.hops, &ctx.shutdown);
+    if let Some(r) = recheck {
+        workers.spawn(r.run(
+            ctx.state.clone(),
+            ctx.hops.discovered.clone(),
+            ctx.shutdown.clone(),
+        ));
+    }
     // One failing half ends the stage (the service starts it again): the other must not
     // keep it alive without its partner.
     Ok(workers.join().await?)

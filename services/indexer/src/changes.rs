@@ -5,13 +5,12 @@
 //! in a row (the earlier record is kept meanwhile). Unchanged pages are carried forward
 //! and never reach the index; each new, changed or removed page is one [`ChangeEvent`].
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use similar::{ChangeTag, DiffTag, TextDiff};
 use trawl_core::change::{ChangeEvent, ChangeStatus, PageChange, Snapshot, TextChange};
-use trawl_core::history::{History, Prior};
+use trawl_core::history::{History, Prior, Unlinked};
 use trawl_core::{CoreResult, MESSAGE_VERSION, PageRecord};
 
 /// Consecutive failed fetches (5xx, timeouts, refused connections) that make a page removed.
@@ -42,6 +41,15 @@ impl Default for Schedule {
 }
 
 impl Schedule {
+    pub fn from_settings(s: &trawl_core::settings::CrawlSettings) -> Schedule {
+        Schedule {
+            min_s: s.revisit_min_s,
+            base_s: s.revisit_start_s,
+            max_s: s.revisit_max_s,
+            ..Schedule::default()
+        }
+    }
+
     pub fn after(&self, status: ChangeStatus, prior: Option<u64>) -> u64 {
         let i = prior.unwrap_or(self.base_s) as f64;
         let next = match status {
@@ -61,7 +69,7 @@ pub struct Recrawl {
     pub since: String,
     pub schedule: Schedule,
     /// URLs admitted only by the end-of-crawl check of the earlier crawl's URLs.
-    pub unlinked: Arc<Mutex<HashSet<String>>>,
+    pub unlinked: Arc<dyn Unlinked>,
 }
 
 /// What the index does with a page.
@@ -97,11 +105,7 @@ pub struct Outcome {
 
 impl Recrawl {
     pub async fn classify(&self, page: PageRecord, now: DateTime<Utc>) -> CoreResult<Outcome> {
-        let linked = !self
-            .unlinked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&page.url);
+        let linked = !self.unlinked.contains(&page.url).await?;
         let prior = self.history.prior(&page.url).await?.filter(Prior::was_ok);
         let Some(prior) = prior else {
             return Ok(self.new_page(page, linked, now));
@@ -529,7 +533,7 @@ mod tests {
             crawl: "c2".into(),
             since: "c1".into(),
             schedule: Schedule::default(),
-            unlinked: Arc::default(),
+            unlinked: Arc::new(trawl_core::history::MemoryUnlinked::default()),
         }
     }
 

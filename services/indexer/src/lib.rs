@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use trawl_core::change::ChangeEvent;
 use trawl_core::counters::Counter;
+use trawl_core::history::{History, PageArchive, Unlinked};
 use trawl_core::journal::Journal;
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
@@ -217,20 +219,27 @@ pub enum IndexTarget {
     },
 }
 
-/// Where the embedded runtime's writer sends what it wrote: the index task, the journal;
-/// and, on a re-crawl, what it compares with and where the change events go.
+/// Where the writer sends what it wrote besides `pages.jsonl`: the embedded runtime's
+/// index task and journal, the cluster's page archive; and, on a re-crawl, what it compares
+/// with and where the change events go.
 #[derive(Default, Clone)]
 pub struct WriterOutputs {
     pub index: Option<mpsc::Sender<IndexItem>>,
     pub journal: Option<Arc<dyn Journal>>,
     pub recrawl: Option<Arc<RecrawlOutputs>>,
+    /// Each written page is kept here before its message is acked (the cluster's history
+    /// for a later re-crawl; the embedded runtime's journal keeps the same).
+    pub archive: Option<Arc<dyn PageArchive>>,
 }
 
-/// A re-crawl's comparison and its events: `changes.jsonl`, and a channel to the notifier.
+/// A re-crawl's comparison and its events: `changes.jsonl`, then the embedded runtime's
+/// webhook task (a channel) or the cluster's `trawl.changed` hop, published before the
+/// page's message is acked.
 pub struct RecrawlOutputs {
     pub compare: changes::Recrawl,
     pub changes: std::sync::Mutex<JsonlSink>,
-    pub notify: Option<mpsc::UnboundedSender<trawl_core::change::ChangeEvent>>,
+    pub notify: Option<mpsc::UnboundedSender<ChangeEvent>>,
+    pub publish: Option<Arc<dyn Queue<ChangeEvent>>>,
 }
 
 /// The embedded runtime's writer over the hops (one: it owns `pages.jsonl`).
@@ -265,6 +274,7 @@ pub async fn run_worker(
     let side = Side {
         journal: outputs.journal,
         recrawl: outputs.recrawl,
+        archive: outputs.archive,
     };
     write_docs(docs, sink, state, target, side, stop.into()).await?;
     Ok(())
@@ -279,23 +289,30 @@ pub async fn run_indexing_worker(
     state: Arc<dyn State>,
     indexer: trawl_index::Indexer,
     refresh: Duration,
+    outputs: WriterOutputs,
     stop: impl Into<Shutdown>,
 ) -> Result<trawl_index::IndexStats, IndexerError> {
     let target = IndexTarget::InPlace {
         indexer: Box::new(indexer),
         refresh,
     };
-    match write_docs(docs, sink, state, target, Side::default(), stop.into()).await? {
+    let side = Side {
+        journal: outputs.journal,
+        recrawl: outputs.recrawl,
+        archive: outputs.archive,
+    };
+    match write_docs(docs, sink, state, target, side, stop.into()).await? {
         IndexTarget::InPlace { mut indexer, .. } => Ok(indexer.finish().await?),
         _ => Err(IndexerError::IndexStopped),
     }
 }
 
-/// What the writer reports to besides its outputs (the embedded runtime's).
+/// What the writer reports to besides its outputs.
 #[derive(Default)]
 struct Side {
     journal: Option<Arc<dyn Journal>>,
     recrawl: Option<Arc<RecrawlOutputs>>,
+    archive: Option<Arc<dyn PageArchive>>,
 }
 
 /// The one write-flush-ack loop: a batch is written and flushed before any ack, so a
@@ -347,8 +364,17 @@ async fn write_docs(
             indexer.flush().await?;
             dirty = true;
         }
+        if let Some(a) = &side.archive {
+            let pages: Vec<&PageRecord> = outcomes.iter().map(|o| &o.page).collect();
+            a.keep(&pages).await?;
+        }
         for o in &outcomes {
             count_page(&*state, &o.page).await?;
+        }
+        if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
+            for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
+                q.publish(e.clone()).await?;
+            }
         }
         if let Some(j) = &side.journal {
             let pages: Vec<(u64, &PageRecord)> = starts
@@ -424,18 +450,53 @@ fn write_batch(
     Ok((starts, s.len(), changes_end))
 }
 
+/// What the indexer service keeps for later re-crawls and, on a re-crawl, compares with.
+pub struct ServiceHistory {
+    /// This crawl's pages, kept for a later `--since`.
+    pub archive: Arc<dyn PageArchive>,
+    /// URLs this crawl admitted only by its end-of-crawl check.
+    pub unlinked: Arc<dyn Unlinked>,
+    /// A re-crawl: the earlier crawl and its id.
+    pub since: Option<(Arc<dyn History>, String)>,
+}
+
 /// The indexer as one stage of a cluster crawl: its own `pages-<replica>-<pid>.jsonl` in
 /// `out`, appended across restarts, and with `index_uri` the LanceDB index there, cut as
-/// the crawl spec says.
-pub async fn serve(ctx: StageContext) -> StageResult {
+/// the crawl spec says. Every written page is kept in `history.archive`; on a re-crawl each
+/// page is compared first, its events go to `changes-<replica>-<pid>.jsonl` and the
+/// `changed` hop.
+pub async fn serve(ctx: StageContext, history: ServiceHistory) -> StageResult {
     let out = &ctx.process.out;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!(
-        "pages-{}-{}.jsonl",
+    let name = format!(
+        "{}-{}",
         ctx.process.instance_name("indexer"),
         std::process::id()
-    ));
+    );
+    let path = out.join(format!("pages-{name}.jsonl"));
     let sink = Arc::new(std::sync::Mutex::new(JsonlSink::append(&path)?));
+    let recrawl = match history.since {
+        Some((earlier, since)) => Some(Arc::new(RecrawlOutputs {
+            compare: changes::Recrawl {
+                history: earlier,
+                crawl: ctx.spec.crawl.clone(),
+                since,
+                schedule: changes::Schedule::from_settings(&ctx.spec.settings),
+                unlinked: history.unlinked,
+            },
+            changes: std::sync::Mutex::new(JsonlSink::append(
+                &out.join(format!("changes-{name}.jsonl")),
+            )?),
+            notify: None,
+            publish: Some(ctx.hops.changed.clone()),
+        })),
+        None => None,
+    };
+    let outputs = WriterOutputs {
+        recrawl,
+        archive: Some(history.archive),
+        ..WriterOutputs::default()
+    };
     let docs = ctx.hops.docs.clone();
     let state = ctx.state.clone();
     let r = match &ctx.process.index_uri {
@@ -462,6 +523,7 @@ pub async fn serve(ctx: StageContext) -> StageResult {
                 state,
                 indexer,
                 refresh,
+                outputs,
                 ctx.shutdown.clone(),
             )
             .await
@@ -469,14 +531,7 @@ pub async fn serve(ctx: StageContext) -> StageResult {
         }
         None => {
             ctx.set_ready();
-            run_worker(
-                docs,
-                sink.clone(),
-                state,
-                WriterOutputs::default(),
-                ctx.shutdown.clone(),
-            )
-            .await
+            run_worker(docs, sink.clone(), state, outputs, ctx.shutdown.clone()).await
         }
     };
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;

@@ -132,6 +132,16 @@ pub struct CrawlSettings {
     /// undelivered.
     #[cfg_attr(feature = "cli", arg(long))]
     pub webhook_wait_s: u64,
+    /// A re-crawled page's adaptive revisit interval, its shortest: each change moves the
+    /// interval halfway toward it.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub revisit_min_s: u64,
+    /// The interval a new page starts with.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub revisit_start_s: u64,
+    /// The longest interval: each unchanged fetch makes it 1.5 times longer, up to this.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub revisit_max_s: u64,
 }
 
 impl Default for CrawlSettings {
@@ -162,6 +172,9 @@ impl Default for CrawlSettings {
             webhook_tries: 6,
             webhook_backoff_ms: 30_000,
             webhook_wait_s: 60,
+            revisit_min_s: 3600,
+            revisit_start_s: 86_400,
+            revisit_max_s: 14 * 86_400,
         }
     }
 }
@@ -226,6 +239,13 @@ impl CrawlSettings {
             return Err(SettingsError::Invalid(
                 "dedup_distance must be at most 3".into(),
             ));
+        }
+        let (min, start, max) = (self.revisit_min_s, self.revisit_start_s, self.revisit_max_s);
+        if min == 0 || min > start || start > max {
+            return Err(SettingsError::Invalid(format!(
+                "the revisit interval needs 0 < revisit_min_s <= revisit_start_s <= \
+                 revisit_max_s (got {min}, {start}, {max})"
+            )));
         }
         Ok(())
     }

@@ -3,5 +3,9 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    trawl_cluster::service::run("fetcher", |ctx, _| trawl_fetcher::serve(ctx)).await
+    trawl_cluster::service::run("fetcher", |ctx, backends| async move {
+        let history = backends.history(&ctx.spec).await?;
+        trawl_fetcher::serve(ctx, history.map(|h| h as _)).await
+    })
+    .await
 }

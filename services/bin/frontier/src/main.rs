@@ -4,5 +4,18 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    trawl_cluster::service::run("frontier", |ctx, _| trawl_frontier::serve(ctx)).await
+    trawl_cluster::service::run("frontier", |ctx, backends| async move {
+        let recheck = match backends.history(&ctx.spec).await? {
+            Some(history) => Some(trawl_frontier::recheck::Recheck {
+                crawl: ctx.spec.crawl.clone(),
+                history,
+                unlinked: backends.archive(&ctx.spec).await?,
+                backlog: backends.backlog(),
+                every: std::time::Duration::from_secs(2),
+            }),
+            None => None,
+        };
+        trawl_frontier::serve(ctx, recheck).await
+    })
+    .await
 }

@@ -10,5 +10,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     trawl_index::alloc::keep_freed_pages();
-    trawl_cluster::service::run("indexer", |ctx, _| trawl_indexer::serve(ctx)).await
+    trawl_cluster::service::run("indexer", |ctx, backends| async move {
+        let archive = backends.archive(&ctx.spec).await?;
+        let since = backends.history(&ctx.spec).await?.map(|h| {
+            let crawl = h.crawl.clone();
+            (h as _, crawl)
+        });
+        let history = trawl_indexer::ServiceHistory {
+            archive: archive.clone(),
+            unlinked: archive,
+            since,
+        };
+        trawl_indexer::serve(ctx, history).await
+    })
+    .await
 }

@@ -3,7 +3,9 @@
 //! `webhook-signature: v1,<base64 HMAC-SHA256(secret, id.timestamp.body)>`, the secret from
 //! `TRAWL_WEBHOOK_SECRET` (`whsec_` + base64, or the raw string). A non-2xx answer or no
 //! answer is retried after the backoff, four times longer each try; a 410 stops deliveries
-//! to the endpoint. Events not delivered are kept in `changes-undelivered.jsonl`.
+//! to the endpoint. The embedded runtime's notifier ([`run`]) keeps what it could not
+//! deliver in `changes-undelivered.jsonl`; the cluster's ([`crate::serve`]) leaves it in the
+//! dead-letter stream.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -72,10 +74,7 @@ pub async fn run(
     cfg: WebhookConfig,
     mut events: mpsc::UnboundedReceiver<ChangeEvent>,
 ) -> Deliveries {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap_or_default();
+    let client = client();
     let mut queue: VecDeque<Pending> = VecDeque::new();
     let mut stats = Deliveries::default();
     let mut closed_at: Option<Instant> = None;
@@ -123,7 +122,8 @@ pub async fn run(
             let mut p = queue.remove(i).expect("index in range");
             p.tries += 1;
             stats.attempts += 1;
-            match deliver(&client, &cfg, &p).await {
+            let secret = cfg.secret.as_deref();
+            match post(&client, &cfg.url, secret, &p.event.id, &p.body).await {
                 Ok(()) => stats.delivered += 1,
                 Err(status) => {
                     if status == Some(410) {
@@ -133,8 +133,7 @@ pub async fn run(
                     if p.tries >= cfg.tries || gone {
                         keep_undelivered(&cfg, &p.event, &mut stats);
                     } else {
-                        let wait = cfg.backoff.saturating_mul(4u32.saturating_pow(p.tries - 1));
-                        p.due = Instant::now() + wait;
+                        p.due = Instant::now() + backoff(cfg.backoff, p.tries);
                         queue.insert(i, p);
                         i += 1;
                     }
@@ -153,33 +152,49 @@ pub async fn run(
     stats
 }
 
-/// One POST; the answer's status when it is not a 2xx (None: no answer).
-async fn deliver(
+/// One POST of one event, signed when there is a secret; the answer's status when it is
+/// not a 2xx (None: no answer).
+pub async fn post(
     client: &reqwest::Client,
-    cfg: &WebhookConfig,
-    p: &Pending,
+    url: &str,
+    secret: Option<&[u8]>,
+    id: &str,
+    body: &[u8],
 ) -> Result<(), Option<u16>> {
     let ts = chrono::Utc::now().timestamp();
     let mut req = client
-        .post(&cfg.url)
+        .post(url)
         .header("content-type", "application/json")
-        .header("webhook-id", &p.event.id)
+        .header("webhook-id", id)
         .header("webhook-timestamp", ts.to_string())
-        .body(p.body.clone());
-    if let Some(secret) = &cfg.secret {
-        req = req.header("webhook-signature", sign(secret, &p.event.id, ts, &p.body));
+        .body(body.to_vec());
+    if let Some(secret) = secret {
+        req = req.header("webhook-signature", sign(secret, id, ts, body));
     }
     match req.send().await {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => {
-            tracing::warn!(status = r.status().as_u16(), id = %p.event.id, try_ = p.tries, "webhook delivery refused");
+            tracing::warn!(status = r.status().as_u16(), id, "webhook delivery refused");
             Err(Some(r.status().as_u16()))
         }
         Err(e) => {
-            tracing::warn!(error = %e, id = %p.event.id, try_ = p.tries, "webhook delivery failed");
+            tracing::warn!(error = %e, id, "webhook delivery failed");
             Err(None)
         }
     }
+}
+
+/// The client every delivery goes through: a receiver gets 10 s to answer.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default()
+}
+
+/// The wait before try `tries + 1`: the backoff, four times longer each try.
+pub fn backoff(base: Duration, tries: u32) -> Duration {
+    base.saturating_mul(4u32.saturating_pow(tries.saturating_sub(1)))
 }
 
 fn keep_undelivered(cfg: &WebhookConfig, e: &ChangeEvent, stats: &mut Deliveries) {

@@ -1,0 +1,96 @@
+//! A re-crawl's end-of-crawl check, for the cluster: once the crawl has no work left, the
+//! earlier crawl's URLs this crawl has not seen are offered to the frontier once (no page
+//! links to them any more; they may still be there, changed, or gone). The embedded
+//! runtime does the same from its supervisor, which knows when its crawl is done.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use trawl_core::counters::Counter;
+use trawl_core::history::{History, Unlinked};
+use trawl_core::pipeline::{Backlog, Shutdown};
+use trawl_core::queue::Queue;
+use trawl_core::state::State;
+use trawl_core::{CoreError, Discovered, DiscoveredUrl, MESSAGE_VERSION};
+
+/// Quiet checks in a row before the crawl counts as done.
+pub const QUIET_CHECKS: u32 = 3;
+
+pub struct Recheck {
+    pub crawl: String,
+    pub history: Arc<dyn History>,
+    pub unlinked: Arc<dyn Unlinked>,
+    pub backlog: Arc<dyn Backlog>,
+    /// Time between checks.
+    pub every: Duration,
+}
+
+impl Recheck {
+    /// Nothing anywhere: no message on a crawl hop (waiting or unacknowledged), no URL
+    /// queued, no host slot held, and at least one page written (a crawl whose seeds have
+    /// not been published yet is not done).
+    async fn is_done(&self, state: &dyn State) -> Result<bool, CoreError> {
+        Ok(self.backlog.pending().await? == 0
+            && state.queued().await? == 0
+            && state.claims().await? == 0
+            && state
+                .counters()
+                .await?
+                .get(Counter::Pages.key().as_ref())
+                .copied()
+                > Some(0))
+    }
+
+    /// Waits for the crawl to be done, then runs the check unless it has run. Two
+    /// replicas running it at once offer the same URLs twice: the seen-set admits each once.
+    pub async fn run(
+        self,
+        state: Arc<dyn State>,
+        discovered: Arc<dyn Queue<Discovered>>,
+        mut stop: Shutdown,
+    ) -> Result<(), CoreError> {
+        if self.unlinked.checked().await? {
+            return Ok(());
+        }
+        let mut quiet = 0;
+        while quiet < QUIET_CHECKS {
+            if stop
+                .run_until(tokio::time::sleep(self.every))
+                .await
+                .is_none()
+            {
+                return Ok(());
+            }
+            quiet = if self.is_done(&*state).await? {
+                quiet + 1
+            } else {
+                0
+            };
+        }
+        let mut missing = Vec::new();
+        for (url, depth, kind) in self.history.known().await? {
+            if !state.seen_contains(&url).await? {
+                missing.push(DiscoveredUrl { url, depth, kind });
+            }
+        }
+        tracing::info!(
+            crawl = %self.crawl,
+            urls = missing.len(),
+            "checking the earlier crawl's URLs this crawl did not reach"
+        );
+        for chunk in missing.chunks(1000) {
+            // Marked before they are offered: the indexer may see the page first.
+            let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
+            self.unlinked.add(&urls).await?;
+            discovered
+                .publish(Discovered {
+                    v: MESSAGE_VERSION,
+                    crawl: self.crawl.clone(),
+                    source: None,
+                    urls: chunk.to_vec(),
+                })
+                .await?;
+        }
+        self.unlinked.mark_checked().await
+    }
+}
