@@ -145,6 +145,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
                 url: seed_url.to_string(),
                 depth: 0,
                 kind: UrlKind::Page,
+                lastmod: None,
             }],
         })
         .await

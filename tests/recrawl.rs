@@ -100,7 +100,11 @@ async fn watch_rounds_request_only_what_is_due() {
     let site = versioned_site().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("watch");
-    let crawl = indexed(&[site.url("/changing/a")], &dir);
+    let mut crawl = indexed(&[site.url("/changing/a")], &dir);
+    // A sitemap lists a; before round 3 it says e changed.
+    crawl.targets.sitemaps = vec![site.url("/changing/sitemap")];
+    let a = site.url("/changing/a");
+    site.set_page("sitemap", Some(&sitemap(&[(&a, "2026-01-01")])), true);
     let args = trawl::watch::WatchArgs {
         crawl,
         every: "0s".into(),
@@ -125,20 +129,32 @@ async fn watch_rounds_request_only_what_is_due() {
         "b changed, d removed, f new: {events}"
     );
     let p2 = pages(&dir.join("gen-00002"));
-    let next_due = support::page(&p2, "/changing/e")["change"]["next_due"]
+    let next_due = support::page(&p2, "/changing/c")["change"]["next_due"]
         .as_str()
         .unwrap()
         .to_string();
 
-    // Round 3, right after: nothing is due, nothing is requested, every page is kept.
+    // Round 3, right after: no page is due by its interval, but the sitemap (always
+    // fetched) says e changed since round 2 fetched it: only e is asked for.
+    let now = chrono::Utc::now().to_rfc3339();
+    let e_url = site.url("/changing/e");
+    site.set_page(
+        "sitemap",
+        Some(&sitemap(&[(&a, "2026-01-01"), (&e_url, &now)])),
+        true,
+    );
     let before = site.log().len();
     trawl::watch::watch(args.clone()).await.unwrap();
-    let round3: Vec<_> = site.log()[before..]
+    let round3: Vec<String> = site.log()[before..]
         .iter()
         .filter(|e| e.target.starts_with("/changing/"))
-        .cloned()
+        .map(|e| e.target.clone())
         .collect();
-    assert!(round3.is_empty(), "no page is due yet: {round3:?}");
+    assert_eq!(
+        round3,
+        ["/changing/sitemap", "/changing/e"],
+        "only the sitemap and the page it dates after round 2"
+    );
     let p3 = pages(&dir.join("gen-00003"));
     assert_eq!(
         p3.len(),
@@ -146,14 +162,20 @@ async fn watch_rounds_request_only_what_is_due() {
         "every page but the removed one carried forward"
     );
     for p in &p3 {
-        assert_eq!(p["change"]["reason"], "not_due", "{p}");
+        let url = p["url"].as_str().unwrap();
+        if url.ends_with("/changing/e") {
+            assert_eq!(p["change"]["reason"], "not_modified", "{p}");
+        } else if !url.ends_with("/changing/sitemap") {
+            assert_eq!(p["change"]["reason"], "not_due", "{p}");
+        }
     }
-    let e = support::page(&p3, "/changing/e");
+    let c = support::page(&p3, "/changing/c");
     assert_eq!(
-        e["change"]["next_due"],
+        c["change"]["next_due"],
         next_due.as_str(),
         "the schedule stands"
     );
+    let e = support::page(&p3, "/changing/e");
     assert!(e["text"].as_str().unwrap().contains("echo guide"));
     let events = std::fs::read_to_string(dir.join("gen-00003/changes.jsonl")).unwrap_or_default();
     assert_eq!(events, "", "nothing changed");
@@ -167,4 +189,15 @@ async fn watch_rounds_request_only_what_is_due() {
             .is_empty(),
         "but the first round's WARC files, which later revisits refer to"
     );
+}
+
+/// A sitemap of `(url, lastmod)` entries.
+fn sitemap(entries: &[(&str, &str)]) -> String {
+    let urls: String = entries
+        .iter()
+        .map(|(u, m)| format!("<url><loc>{u}</loc><lastmod>{m}</lastmod></url>"))
+        .collect();
+    format!(
+        r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>"#
+    )
 }

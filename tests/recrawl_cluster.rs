@@ -3,9 +3,11 @@
 //! second crawl asks with the validators its indexers kept in Redis, reports exactly the
 //! real changes, archives revisits, changes only the changed pages' index rows, and its
 //! notifier delivers each event from `trawl.changed` to a webhook, signed, acked after the
-//! 2xx, retried with the same id after a 500.
+//! 2xx, retried with the same id after a 500; what cannot be delivered ends in the
+//! dead-letter stream.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::changing::{
@@ -13,7 +15,12 @@ use support::changing::{
     events_by_name, first_version, receiver, rows, second_version, versioned_site,
 };
 use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+use trawl_cluster::jetstream::QueueConfig;
 use trawl_cluster::redis_history::RedisHistory;
+use trawl_core::change::ChangeEvent;
+use trawl_core::queue::Queue;
+use trawl_core::settings::ClusterSettings;
+use trawl_core::state::{MemoryState, State, WorkTracker};
 
 /// Every line of the files in `dir` whose names start with `prefix` (one per replica).
 fn lines(dir: &Path, prefix: &str) -> Vec<serde_json::Value> {
@@ -139,7 +146,7 @@ async fn a_recrawl_on_the_cluster_reports_what_changed_through_the_notifier() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     check_deliveries(&received.lock().unwrap(), events.len(), SECRET);
-    let cluster = trawl_core::settings::ClusterSettings {
+    let cluster = ClusterSettings {
         queue_prefix: prefix.clone(),
         ..Default::default()
     };
@@ -163,4 +170,106 @@ async fn a_recrawl_on_the_cluster_reports_what_changed_through_the_notifier() {
     stop(&mut services);
     support::cleanup(&prefix, &one, Some("redis://127.0.0.1:6379")).await;
     support::cleanup(&prefix, &two, Some("redis://127.0.0.1:6379")).await;
+}
+
+/// A receiver that answers `status` to every delivery; returns its URL and the
+/// `webhook-id` of every request it got.
+async fn answering(status: u16) -> (String, Arc<Mutex<Vec<String>>>) {
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let g = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let g = g.clone();
+            async move {
+                let id = headers.get("webhook-id").and_then(|v| v.to_str().ok());
+                g.lock().unwrap().push(id.unwrap_or("").to_string());
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    (url, got)
+}
+
+fn event(id: &str) -> ChangeEvent {
+    serde_json::from_value(serde_json::json!({
+        "v": 1, "id": id, "type": "page.changed", "crawl": "c", "since": "b",
+        "at": "2026-12-01T00:00:00Z", "url": "http://a.test/x", "final_url": "http://a.test/x",
+        "status": "changed", "http_status": 200, "linked": true
+    }))
+    .unwrap()
+}
+
+/// The notifier over a real `changed` stream: a receiver that keeps failing gets each
+/// event `tries` times (the same id each time), then the event is in the dead-letter
+/// stream; a 410 dead-letters the event and every later one without sending them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undeliverable_events_end_in_the_dead_letters() {
+    if !support::services_up() {
+        return;
+    }
+    let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
+    for (status, sent_per_event) in [(500u16, 2usize), (410, 0)] {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        let cluster = ClusterSettings {
+            queue_prefix: format!("n{}", &tag[..10]),
+            ..Default::default()
+        };
+        let q = trawl_cluster::service::queue::<ChangeEvent>(&client, &cluster, "changed")
+            .await
+            .unwrap();
+        let ids = ["evt_1", "evt_2", "evt_3"];
+        for id in ids {
+            q.publish(event(id)).await.unwrap();
+        }
+        let (url, got) = answering(status).await;
+        let endpoint = trawl_notifier::Endpoint {
+            url,
+            secret: None,
+            tries: 2,
+            backoff: Duration::from_millis(50),
+        };
+        let state = Arc::new(MemoryState::new(10, 1, WorkTracker::default()));
+        let (trigger, stop) = trawl_core::pipeline::shutdown();
+        let run = tokio::spawn(trawl_notifier::run_deliveries(
+            endpoint,
+            q.clone(),
+            state.clone(),
+            stop,
+        ));
+        let cfg = QueueConfig::from_settings(&cluster, "changed", "notifier");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut dead = Vec::new();
+        while dead.len() < ids.len() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            dead = trawl_cluster::jetstream::dead_letters(&client, &cfg, 10)
+                .await
+                .unwrap();
+        }
+        trigger.trigger();
+        run.await.unwrap().unwrap();
+        let mut dead_ids: Vec<String> = dead
+            .iter()
+            .map(|d| serde_json::from_str::<ChangeEvent>(&d.payload).unwrap().id)
+            .collect();
+        dead_ids.sort();
+        assert_eq!(dead_ids, ids, "every event dead-lettered after {status}");
+        let got = got.lock().unwrap().clone();
+        if status == 410 {
+            assert_eq!(got, ["evt_1"], "nothing is sent after a 410");
+        } else {
+            for id in ids {
+                let n = got.iter().filter(|g| *g == id).count();
+                assert_eq!(n, sent_per_event, "{id} tried {n} times: {got:?}");
+            }
+        }
+        assert_eq!(q.len().await.unwrap(), 0, "nothing left on the stream");
+        let counters = state.counters().await.unwrap();
+        assert_eq!(counters["notifier.dead_lettered"], 3);
+        assert_eq!(counters.get("notifier.delivered"), None);
+        support::cleanup(&cluster.queue_prefix, "none", None).await;
+    }
 }

@@ -529,7 +529,12 @@ impl Pipeline {
             .await?
             .into_iter()
             .filter(|(u, _, _)| !self.memory.is_seen(u))
-            .map(|(url, depth, kind)| trawl_core::DiscoveredUrl { url, depth, kind })
+            .map(|(url, depth, kind)| trawl_core::DiscoveredUrl {
+                url,
+                depth,
+                kind,
+                lastmod: None,
+            })
             .collect();
         let urls: Vec<String> = missing.iter().map(|u| u.url.clone()).collect();
         r.unlinked.add(&urls).await?;

@@ -34,6 +34,7 @@ fn job(host: &str, path: &str, priority: i64) -> FetchJob {
         kind: UrlKind::Page,
         priority,
         retries: 0,
+        lastmod: None,
     }
 }
 

@@ -23,6 +23,10 @@ pub struct DiscoveredUrl {
     pub depth: u32,
     #[serde(default)]
     pub kind: UrlKind,
+    /// When the page last changed by its sitemap's `<lastmod>` (RFC 3339): a re-crawl
+    /// fetching only what is due fetches it if it changed after the earlier fetch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<String>,
 }
 
 /// `trawl.discovered`: a batch of URLs from one source.
@@ -36,7 +40,7 @@ pub struct Discovered {
 }
 
 /// `trawl.fetch`: one URL the frontier has scheduled; its host is claimed until released.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct FetchJob {
     pub v: u16,
     pub crawl: String,
@@ -51,6 +55,9 @@ pub struct FetchJob {
     /// How many times this URL was retried after a 429/503 or a transient error.
     #[serde(default)]
     pub retries: u32,
+    /// The sitemap's `<lastmod>` for the URL, if it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<String>,
 }
 
 /// One hop of a redirect chain (the final response is a hop too).
@@ -289,6 +296,7 @@ mod tests {
                     kind: UrlKind::Page,
                     priority: 0,
                     retries: 0,
+                    lastmod: None,
                 },
                 final_url: "http://a/".into(),
                 status: 200,

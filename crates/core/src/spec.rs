@@ -41,6 +41,7 @@ impl CrawlSpec {
                     url: url.clone(),
                     depth: 0,
                     kind: *kind,
+                    lastmod: None,
                 })
                 .collect(),
         }

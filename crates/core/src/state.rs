@@ -351,6 +351,7 @@ mod tests {
             kind: UrlKind::Page,
             priority,
             retries: 0,
+            lastmod: None,
         }
     }
 

@@ -9,6 +9,8 @@ pub struct Listing {
     pub sitemaps: Vec<String>,
     /// Set when parsing stopped early; what came before is kept.
     pub error: Option<String>,
+    /// A sitemap's `<lastmod>` per page URL (RFC 3339), where it has one.
+    pub lastmod: std::collections::BTreeMap<String, String>,
 }
 
 /// Decoded size allowed for a gzip sitemap (the protocol's own limit is 50 MB).
@@ -36,7 +38,13 @@ pub fn parse_sitemap(body: &[u8]) -> Listing {
     parse_with(body, |bytes, out| {
         for record in sitemapo::Parser::new(bytes) {
             match record {
-                Ok(sitemapo::Record::Entry(e)) => out.pages.push(e.location.to_string()),
+                Ok(sitemapo::Record::Entry(e)) => {
+                    let url = e.location.to_string();
+                    if let Some(m) = e.modified {
+                        out.lastmod.insert(url.clone(), m.to_string());
+                    }
+                    out.pages.push(url);
+                }
                 Ok(sitemapo::Record::Sitemap(s)) => out.sitemaps.push(s.location.to_string()),
                 Err(e) => {
                     out.error = Some(format!("sitemap parse stopped: {e}"));
@@ -87,6 +95,20 @@ mod tests {
             br#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
             <url><loc>http://h/a</loc></url><url><loc>http://h/b</loc></url></urlset>"#;
         assert_eq!(parse_sitemap(xml).pages, vec!["http://h/a", "http://h/b"]);
+        let dated = br#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+            <url><loc>http://h/a</loc><lastmod>2026-11-30</lastmod></url>
+            <url><loc>http://h/b</loc><lastmod>not a date</lastmod></url></urlset>"#;
+        let l = parse_sitemap(dated);
+        assert_eq!(l.pages.len(), 2);
+        assert_eq!(
+            l.lastmod.get("http://h/a").map(String::as_str),
+            Some("2026-11-30T00:00:00Z")
+        );
+        assert_eq!(
+            l.lastmod.get("http://h/b"),
+            None,
+            "an unreadable date is no date"
+        );
         let idx = br#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
             <sitemap><loc>http://h/s1.xml.gz</loc></sitemap></sitemapindex>"#;
         assert_eq!(parse_sitemap(idx).sitemaps, vec!["http://h/s1.xml.gz"]);

@@ -61,6 +61,7 @@ fn job(i: usize) -> FetchJob {
         kind: UrlKind::Page,
         priority: 30_000_000,
         retries: 0,
+        lastmod: None,
     }
 }
 

@@ -152,6 +152,7 @@ fn job(crawl: &str, url: String, row: &rusqlite::Row<'_>) -> StoreResult<FetchJo
         kind: kind.as_deref().map_or(Default::default(), kind_of),
         priority: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
         retries: 0,
+        lastmod: None,
     })
 }
 
@@ -203,6 +204,7 @@ mod tests {
             kind: UrlKind::Page,
             priority: 7,
             retries: 0,
+            lastmod: None,
         }
     }
 
@@ -215,6 +217,7 @@ mod tests {
                 url: url.into(),
                 depth: 1,
                 kind: UrlKind::Page,
+                lastmod: None,
             }],
         }
     }

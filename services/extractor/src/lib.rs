@@ -19,8 +19,12 @@ pub struct Processed {
 
 /// URLs found on a page (or listing), as discovered URLs `depth` deep.
 fn links_at(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item = DiscoveredUrl> {
-    urls.into_iter()
-        .map(move |url| DiscoveredUrl { url, depth, kind })
+    urls.into_iter().map(move |url| DiscoveredUrl {
+        url,
+        depth,
+        kind,
+        lastmod: None,
+    })
 }
 
 /// Extracts text and links; never fails: problems are recorded in the page's `error`.
@@ -74,7 +78,13 @@ pub fn process(f: &Fetched) -> Processed {
                         message: err,
                     });
                 }
-                urls.extend(links_at(listing.pages, f.job.depth + 1, UrlKind::Page));
+                let lastmod = listing.lastmod;
+                urls.extend(links_at(listing.pages, f.job.depth + 1, UrlKind::Page).map(
+                    |mut u| {
+                        u.lastmod = lastmod.get(&u.url).cloned();
+                        u
+                    },
+                ));
                 // Nested sitemaps are the same level of discovery as their index.
                 urls.extend(links_at(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
             }

@@ -187,6 +187,19 @@ impl HostClock {
 
 /// The politeness rule: the next request to a host waits for the larger of the site's
 /// Crawl-delay and the configured delay after the end of the last one.
+/// The URL's sitemap says the page changed after the earlier crawl fetched it: a page not
+/// due yet by its interval is fetched anyway.
+pub fn changed_since(job: &FetchJob, prior: &trawl_core::history::Prior) -> bool {
+    let parse = |s: &str| chrono::DateTime::parse_from_rfc3339(s).ok();
+    match (
+        job.lastmod.as_deref().and_then(parse),
+        parse(&prior.fetched_at),
+    ) {
+        (Some(modified), Some(fetched)) => modified > fetched,
+        _ => false,
+    }
+}
+
 pub fn politeness_gap(crawl_delay: Option<Duration>, delay: Duration) -> Duration {
     crawl_delay.unwrap_or_default().max(delay)
 }
@@ -234,12 +247,14 @@ impl Fetcher {
 
     /// The record of a page not due again, made without a request.
     async fn not_due(&self, job: &FetchJob) -> Option<Fetched> {
-        if !self.due_only {
+        // Sitemaps and feeds are always fetched: their `<lastmod>`s and entries are what
+        // makes pages due.
+        if !self.due_only || job.kind != UrlKind::Page {
             return None;
         }
         let prior = self.history.as_ref()?.prior(&job.url).await.ok()??;
         let due = chrono::DateTime::parse_from_rfc3339(prior.next_due.as_deref()?).ok()?;
-        if !prior.was_ok() || due <= Utc::now() {
+        if !prior.was_ok() || due <= Utc::now() || changed_since(job, &prior) {
             return None;
         }
         let mut f = fetched_record(job, &prior.final_url, Vec::new(), 0, 304, None);
@@ -596,6 +611,23 @@ fn fetched_record(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_sitemap_lastmod_after_the_earlier_fetch_makes_a_page_due() {
+        let prior = trawl_core::history::Prior {
+            fetched_at: "2026-11-01T10:00:00Z".into(),
+            ..Default::default()
+        };
+        let job = |lastmod: Option<&str>| FetchJob {
+            lastmod: lastmod.map(str::to_string),
+            ..FetchJob::default()
+        };
+        assert!(changed_since(&job(Some("2026-11-02T00:00:00Z")), &prior));
+        assert!(!changed_since(&job(Some("2026-10-30T00:00:00Z")), &prior));
+        assert!(!changed_since(&job(None), &prior));
+        assert!(!changed_since(&job(Some("yesterday")), &prior));
+    }
+
     use super::*;
 
     #[test]

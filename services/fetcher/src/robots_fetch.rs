@@ -71,6 +71,7 @@ impl Fetcher {
                     url: s.to_string(),
                     depth: 0,
                     kind: UrlKind::Sitemap,
+                    lastmod: None,
                 }));
                 let rules = Arc::new(rules);
                 self.robots

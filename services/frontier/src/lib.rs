@@ -171,6 +171,7 @@ impl Frontier {
             kind: d.kind,
             priority: priority(d.depth, d.kind, 0),
             retries: 0,
+            lastmod: d.lastmod.clone(),
         };
         Ok(match self.state.enqueue(job).await? {
             Enqueued::Accepted => Admission::Queued,
@@ -298,6 +299,7 @@ mod tests {
             url: url.into(),
             depth,
             kind: UrlKind::Page,
+            lastmod: None,
         }
     }
 

@@ -70,7 +70,12 @@ impl Recheck {
         let mut missing = Vec::new();
         for (url, depth, kind) in self.history.known().await? {
             if !state.seen_contains(&url).await? {
-                missing.push(DiscoveredUrl { url, depth, kind });
+                missing.push(DiscoveredUrl {
+                    url,
+                    depth,
+                    kind,
+                    lastmod: None,
+                });
             }
         }
         tracing::info!(

@@ -104,7 +104,19 @@ pub struct Outcome {
 }
 
 impl Recrawl {
+    /// The page compared with the earlier crawl. Sitemaps and feeds are compared too (their
+    /// records say how they stand) but make no events: a listing that changed is news
+    /// about its pages, which are events of their own.
     pub async fn classify(&self, page: PageRecord, now: DateTime<Utc>) -> CoreResult<Outcome> {
+        let listing = page.kind != trawl_core::UrlKind::Page;
+        let mut out = self.compare(page, now).await?;
+        if listing {
+            out.event = None;
+        }
+        Ok(out)
+    }
+
+    async fn compare(&self, page: PageRecord, now: DateTime<Utc>) -> CoreResult<Outcome> {
         let linked = !self.unlinked.contains(&page.url).await?;
         let prior = self.history.prior(&page.url).await?.filter(Prior::was_ok);
         let Some(prior) = prior else {
