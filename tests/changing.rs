@@ -149,6 +149,12 @@ pub async fn versioned_site() -> TestSite {
     site
 }
 
+/// Chunk ids and texts by canonical URL of the index at `uri`.
+pub async fn index_rows(uri: &str) -> BTreeMap<String, Vec<(String, String)>> {
+    let store = trawl_index::store::Store::open_existing(uri).await.unwrap();
+    rows(&store).await
+}
+
 /// Chunk ids and texts by canonical URL.
 pub async fn rows(store: &trawl_index::store::Store) -> BTreeMap<String, Vec<(String, String)>> {
     let ids = trawl_index::store::string_column(store.chunks(), "id")

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use support::changing::{
     SECRET, check_corpus, check_deliveries, check_revisits, check_rows, check_validators,
-    events_by_name, receiver, rows, second_version, versioned_site,
+    events_by_name, index_rows, receiver, second_version, versioned_site,
 };
 use support::{options, pages, report};
 
@@ -34,11 +34,7 @@ async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
     let first = pages(&one);
     assert_eq!(first.len(), 7);
     let index = one.join("index").to_string_lossy().to_string();
-    let store = trawl_index::store::Store::open_existing(&index)
-        .await
-        .unwrap();
-    let rows_before = rows(&store).await;
-    drop(store);
+    let rows_before = index_rows(&index).await;
     let requests_before = site.log().len();
 
     second_version(&site);
@@ -80,10 +76,7 @@ async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
     check_revisits(&one.join("warc"), &two.join("warc"));
 
     // The index: b's rows carry the new sentence, d's are gone, the others are untouched.
-    let store = trawl_index::store::Store::open_existing(&index)
-        .await
-        .unwrap();
-    check_rows(&rows_before, &rows(&store).await);
+    check_rows(&rows_before, &index_rows(&index).await);
     assert_eq!(
         r["index"]["pages"], 2,
         "only the new and the changed page were indexed: {r}"

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::changing::{
     SECRET, check_corpus, check_deliveries, check_revisits, check_rows, check_validators,
-    events_by_name, first_version, receiver, rows, second_version, versioned_site,
+    events_by_name, first_version, index_rows, receiver, second_version, versioned_site,
 };
 use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
 use trawl_cluster::jetstream::QueueConfig;
@@ -101,11 +101,7 @@ async fn a_recrawl_on_the_cluster_reports_what_changed_through_the_notifier() {
     assert_eq!(kept.len().await.unwrap(), 7);
     let bytes = kept.memory_bytes().await.unwrap();
     eprintln!("Redis keeps {} bytes a page for re-crawls", bytes / 7);
-    let store = trawl_index::store::Store::open_existing(&index.display().to_string())
-        .await
-        .unwrap();
-    let rows_before = rows(&store).await;
-    drop(store);
+    let rows_before = index_rows(&index.display().to_string()).await;
     let requests_before = site.log().len();
 
     // The re-crawl, with a notifier and a receiver that refuses its first delivery.
@@ -134,10 +130,10 @@ async fn a_recrawl_on_the_cluster_reports_what_changed_through_the_notifier() {
     check_corpus(&lines(&out2, "pages-"));
     check_validators(&site.log()[requests_before..]);
     check_revisits(&out1.join("warc"), &out2.join("warc"));
-    let store = trawl_index::store::Store::open_existing(&index.display().to_string())
-        .await
-        .unwrap();
-    check_rows(&rows_before, &rows(&store).await);
+    check_rows(
+        &rows_before,
+        &index_rows(&index.display().to_string()).await,
+    );
 
     // The notifier: every event delivered (the first one twice), each acked once the
     // receiver took it, so the changed hop ends empty.
