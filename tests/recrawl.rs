@@ -5,6 +5,10 @@
 //! delivers each change to a webhook, signed, retried with the same id after a 500.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use support::changing::{
     SECRET, check_corpus, check_deliveries, check_revisits, check_rows, check_validators,
@@ -193,4 +197,110 @@ fn sitemap(entries: &[(&str, &str)]) -> String {
     format!(
         r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>"#
     )
+}
+
+/// A receiver that takes each delivery and never answers (the client times out).
+async fn hanging_receiver() -> (String, Arc<AtomicUsize>) {
+    let got = Arc::new(AtomicUsize::new(0));
+    let g = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let g = g.clone();
+            async move {
+                g.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    (url, got)
+}
+
+/// A re-crawl killed (SIGKILL) while its deliveries wait on a receiver that does not
+/// answer: resumed, it delivers every event of `changes.jsonl` to the webhook, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recrawl_killed_mid_delivery_delivers_every_event_once_resumed() {
+    let Some(trawl) = support::bin("trawl") else {
+        eprintln!("SKIPPED: the trawl binary is not built (cargo test --workspace builds it)");
+        return;
+    };
+    let site = versioned_site().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
+    let seed = site.url("/changing/a");
+    trawl::crawl(options(std::slice::from_ref(&seed), &one))
+        .await
+        .unwrap();
+    second_version(&site);
+    let (stuck, taken) = hanging_receiver().await;
+    let args = |hook: &str, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "crawl",
+            seed.as_str(),
+            "--out",
+            two.to_str().unwrap(),
+            "--since",
+            one.to_str().unwrap(),
+            "--webhook",
+            hook,
+            "--allow-private",
+            "--delay",
+            "0",
+            "--no-index",
+            "--progress",
+            "none",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let mut child = Command::new(&trawl)
+        .args(args(&stuck, &[]))
+        .env("TRAWL_WEBHOOK_SECRET", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once every event is written (and committed: the store commits every 100 ms)
+    // and the first delivery hangs: only the deliveries are left to do.
+    let written = || {
+        std::fs::read_to_string(two.join("changes.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (taken.load(Ordering::SeqCst) == 0 || written() < 3) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(taken.load(Ordering::SeqCst) > 0, "a delivery was under way");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (hook, received) = receiver().await;
+    let done = Command::new(&trawl)
+        .args(args(&hook, &["--resume", "--webhook-backoff-ms", "100"]))
+        .env("TRAWL_WEBHOOK_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(two.join("changes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    events_by_name(&events);
+    // The receiver refuses its first delivery once: every event, signed, one retried.
+    check_deliveries(&received.lock().unwrap(), events.len(), SECRET);
+    assert_eq!(report(&two)["webhook"]["delivered"], events.len() as u64);
 }

@@ -221,6 +221,10 @@ async fn undeliverable_events_end_in_the_dead_letters() {
         for id in ids {
             q.publish(event(id)).await.unwrap();
         }
+        // An event of a crawl that ran without a notifier is not this crawl's to send.
+        let mut other = event("evt_other");
+        other.crawl = "another".into();
+        q.publish(other).await.unwrap();
         let (url, got) = answering(status).await;
         let endpoint = trawl_notifier::Endpoint {
             url,
@@ -232,6 +236,7 @@ async fn undeliverable_events_end_in_the_dead_letters() {
         let (trigger, stop) = trawl_core::pipeline::shutdown();
         let run = tokio::spawn(trawl_notifier::run_deliveries(
             endpoint,
+            "c",
             q.clone(),
             state.clone(),
             stop,
@@ -239,7 +244,7 @@ async fn undeliverable_events_end_in_the_dead_letters() {
         let cfg = QueueConfig::from_settings(&cluster, "changed", "notifier");
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut dead = Vec::new();
-        while dead.len() < ids.len() && Instant::now() < deadline {
+        while dead.len() < ids.len() + 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
             dead = trawl_cluster::jetstream::dead_letters(&client, &cfg, 10)
                 .await
@@ -252,8 +257,13 @@ async fn undeliverable_events_end_in_the_dead_letters() {
             .map(|d| serde_json::from_str::<ChangeEvent>(&d.payload).unwrap().id)
             .collect();
         dead_ids.sort();
-        assert_eq!(dead_ids, ids, "every event dead-lettered after {status}");
+        assert_eq!(
+            dead_ids,
+            ["evt_1", "evt_2", "evt_3", "evt_other"],
+            "every event dead-lettered after {status}"
+        );
         let got = got.lock().unwrap().clone();
+        assert!(!got.iter().any(|g| g == "evt_other"), "{got:?}");
         if status == 410 {
             assert_eq!(got, ["evt_1"], "nothing is sent after a 410");
         } else {

@@ -369,7 +369,7 @@ fn recrawl_parts(
     let s = &plan.spec.settings;
     let (notify, webhook) = match &s.webhook_url {
         Some(url) => {
-            let secret = std::env::var("TRAWL_WEBHOOK_SECRET").ok();
+            let secret = trawl_notifier::webhook::secret_from_env();
             if secret.is_none() {
                 tracing::warn!(
                     "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
@@ -384,8 +384,27 @@ fn recrawl_parts(
                 backoff: Duration::from_millis(s.webhook_backoff_ms),
                 wait_after: Duration::from_secs(s.webhook_wait_s),
                 undelivered: opts.out.join("changes-undelivered.jsonl"),
+                delivered: opts.out.join("changes-delivered.txt"),
             };
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            if matches!(plan.start, Start::Resume(_)) {
+                // A kill loses the deliveries in flight: what the earlier runs neither
+                // delivered nor gave up on goes first (the same ids, so receivers dedupe).
+                let owed = trawl_notifier::webhook::pending(
+                    &opts.out.join("changes.jsonl"),
+                    &cfg.delivered,
+                    &cfg.undelivered,
+                );
+                if !owed.is_empty() {
+                    tracing::info!(
+                        events = owed.len(),
+                        "delivering the events the stopped run had not"
+                    );
+                }
+                for e in owed {
+                    let _ = tx.send(e);
+                }
+            }
             (
                 Some(tx),
                 Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx))),

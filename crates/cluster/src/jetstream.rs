@@ -63,7 +63,13 @@ impl QueueConfig {
             stream: format!("{}_{}", up(prefix), up(hop)),
             subject: format!("{prefix}.{hop}"),
             consumer: stage.to_string(),
-            max_deliver: cluster.max_deliver,
+            // A change event is dead-lettered by the notifier after the crawl's
+            // `webhook_tries`; the server's own limit only stops one that is never acked.
+            max_deliver: if hop == "changed" {
+                cluster.max_deliver.max(1000)
+            } else {
+                cluster.max_deliver
+            },
             ack_wait: Duration::from_secs(cluster.ack_wait_s.max(1)),
             max_messages: 1_000_000,
             dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(hop)),
@@ -435,6 +441,36 @@ pub struct HopStats {
     pub hop: &'static str,
     pub pending: u64,
     pub dead_letters: u64,
+}
+
+/// Messages waiting or unacknowledged on the crawl hops (not `changed`); an error when a
+/// stream's count cannot be read (a stream not created yet holds none).
+pub async fn crawl_backlog(
+    client: &async_nats::Client,
+    cluster: &ClusterSettings,
+) -> CoreResult<u64> {
+    let js = jetstream::new(client.clone());
+    let mut total = 0;
+    for (hop, stage) in trawl_core::pipeline::HOPS {
+        if !trawl_core::pipeline::is_crawl_hop(hop) {
+            continue;
+        }
+        let q = QueueConfig::from_settings(cluster, hop, stage);
+        match js.get_stream(&q.stream).await {
+            Ok(mut s) => {
+                let info = s.info().await.map_err(|e| backend("stream info", e))?;
+                total += info.state.messages;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    async_nats::jetstream::context::GetStreamErrorKind::JetStream(j)
+                        if j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
+                ) => {}
+            Err(e) => return Err(backend("stream", e)),
+        }
+    }
+    Ok(total)
 }
 
 /// Every hop's stats, in pipeline order; a stream not created yet counts as empty.

@@ -129,12 +129,7 @@ struct StreamBacklog {
 #[async_trait::async_trait]
 impl Backlog for StreamBacklog {
     async fn pending(&self) -> trawl_core::CoreResult<u64> {
-        Ok(hop_stats(&self.client, &self.cluster)
-            .await
-            .iter()
-            .filter(|h| trawl_core::pipeline::is_crawl_hop(h.hop))
-            .map(|h| h.pending)
-            .sum())
+        crate::jetstream::crawl_backlog(&self.client, &self.cluster).await
     }
 }
 

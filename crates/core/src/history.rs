@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 pub use crate::change::{ChangeStatus, PageChange};
 use crate::{CoreResult, PageRecord, ResponseFacts, UrlKind};
 
-/// The earlier crawl's facts about one URL.
+/// The earlier crawl's facts about one URL (kept across crawls in Redis: every field
+/// defaults, so facts written by an older version still read).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Prior {
     pub status: u16,
     pub final_url: String,

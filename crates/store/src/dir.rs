@@ -7,7 +7,7 @@ use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreResult};
 
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 9] = [
+pub const OUTPUTS: [&str; 10] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
@@ -15,6 +15,7 @@ pub const OUTPUTS: [&str; 9] = [
     "report.json",
     "changes.jsonl",
     "changes-undelivered.jsonl",
+    "changes-delivered.txt",
     "warc",
     "index",
 ];

@@ -185,8 +185,6 @@ impl HostClock {
     }
 }
 
-/// The politeness rule: the next request to a host waits for the larger of the site's
-/// Crawl-delay and the configured delay after the end of the last one.
 /// The URL's sitemap says the page changed after the earlier crawl fetched it: a page not
 /// due yet by its interval is fetched anyway.
 pub fn changed_since(job: &FetchJob, prior: &trawl_core::history::Prior) -> bool {
@@ -200,6 +198,8 @@ pub fn changed_since(job: &FetchJob, prior: &trawl_core::history::Prior) -> bool
     }
 }
 
+/// The politeness rule: the next request to a host waits for the larger of the site's
+/// Crawl-delay and the configured delay after the end of the last one.
 pub fn politeness_gap(crawl_delay: Option<Duration>, delay: Duration) -> Duration {
     crawl_delay.unwrap_or_default().max(delay)
 }

@@ -27,18 +27,18 @@ pub struct Recheck {
 
 impl Recheck {
     /// Nothing anywhere: no message on a crawl hop (waiting or unacknowledged), no URL
-    /// queued, no host slot held, and at least one page written (a crawl whose seeds have
-    /// not been published yet is not done).
+    /// queued, no host slot held, and the seeds taken (a page written, or a URL admitted or
+    /// turned away: a crawl whose seeds have not been published yet is not done).
     async fn is_done(&self, state: &dyn State) -> Result<bool, CoreError> {
-        Ok(self.backlog.pending().await? == 0
+        let pages = Counter::Pages.key();
+        let started =
+            state.counters().await?.iter().any(|(k, v)| {
+                *v > 0 && (k.as_str() == pages.as_ref() || k.starts_with("frontier."))
+            });
+        Ok(started
+            && self.backlog.pending().await? == 0
             && state.queued().await? == 0
-            && state.claims().await? == 0
-            && state
-                .counters()
-                .await?
-                .get(Counter::Pages.key().as_ref())
-                .copied()
-                > Some(0))
+            && state.claims().await? == 0)
     }
 
     /// Waits for the crawl to be done, then runs the check unless it has run. Two
@@ -61,10 +61,14 @@ impl Recheck {
             {
                 return Ok(());
             }
-            quiet = if self.is_done(&*state).await? {
-                quiet + 1
-            } else {
-                0
+            quiet = match self.is_done(&*state).await {
+                Ok(true) => quiet + 1,
+                Ok(false) => 0,
+                // A backend that cannot answer is "not done".
+                Err(e) => {
+                    tracing::warn!("end-of-crawl check: cannot tell whether work is left: {e}");
+                    0
+                }
             };
         }
         let mut missing = Vec::new();

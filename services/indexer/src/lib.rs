@@ -452,8 +452,8 @@ fn write_batch(
 
 /// What the indexer service keeps for later re-crawls and, on a re-crawl, compares with.
 pub struct ServiceHistory {
-    /// This crawl's pages, kept for a later `--since`.
-    pub archive: Arc<dyn PageArchive>,
+    /// This crawl's pages, kept for a later `--since` (none with `--no-history`).
+    pub archive: Option<Arc<dyn PageArchive>>,
     /// URLs this crawl admitted only by its end-of-crawl check.
     pub unlinked: Arc<dyn Unlinked>,
     /// A re-crawl: the earlier crawl and its id.
@@ -494,7 +494,7 @@ pub async fn serve(ctx: StageContext, history: ServiceHistory) -> StageResult {
     };
     let outputs = WriterOutputs {
         recrawl,
-        archive: Some(history.archive),
+        archive: history.archive,
         ..WriterOutputs::default()
     };
     let docs = ctx.hops.docs.clone();

@@ -34,7 +34,7 @@ impl Endpoint {
     /// webhook.
     pub fn from_spec(s: &trawl_core::settings::CrawlSettings) -> Option<Endpoint> {
         let url = s.webhook_url.clone()?;
-        let secret = std::env::var("TRAWL_WEBHOOK_SECRET").ok();
+        let secret = webhook::secret_from_env();
         if secret.is_none() {
             tracing::warn!("TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed");
         }
@@ -61,12 +61,17 @@ pub async fn serve(ctx: StageContext) -> StageResult {
     };
     tracing::info!(url = %endpoint.url, "delivering change events");
     ctx.set_ready();
-    Ok(run_deliveries(endpoint, ctx.hops.changed, ctx.state, ctx.shutdown).await?)
+    let crawl = ctx.spec.crawl.clone();
+    Ok(run_deliveries(endpoint, &crawl, ctx.hops.changed, ctx.state, ctx.shutdown).await?)
 }
 
-/// Delivers events until the stop, one at a time in the order they come.
+/// Delivers `crawl`'s events until the stop, one at a time in the order they come (one
+/// pulled at a time, so none waits unacked behind slow deliveries). An event of another
+/// crawl on the hop (left by a crawl that ran without a notifier) goes to the dead letters
+/// instead of this crawl's webhook.
 pub async fn run_deliveries(
     endpoint: Endpoint,
+    crawl: &str,
     events: Arc<dyn Queue<ChangeEvent>>,
     state: Arc<dyn State>,
     mut stop: Shutdown,
@@ -74,11 +79,13 @@ pub async fn run_deliveries(
     let client = webhook::client();
     // A 410 says the endpoint is gone for good: later events are not sent to it.
     let mut gone = false;
-    while let Some(batch) = stop
-        .run_until(events.pull(16, Duration::from_secs(1)))
-        .await
-    {
+    while let Some(batch) = stop.run_until(events.pull(1, Duration::from_secs(1))).await {
         for d in batch? {
+            if d.msg.crawl != crawl {
+                tracing::warn!(id = %d.msg.id, of = %d.msg.crawl, "an event of another crawl: moved to the dead letters");
+                events.term(d.id).await?;
+                continue;
+            }
             if gone {
                 events.term(d.id).await?;
                 state.count(&Counter::WebhookDeadLettered, 1).await?;

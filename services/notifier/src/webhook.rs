@@ -7,9 +7,9 @@
 //! deliver in `changes-undelivered.jsonl`; the cluster's ([`crate::serve`]) leaves it in the
 //! dead-letter stream.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -27,6 +27,9 @@ pub struct WebhookConfig {
     /// After the crawl, retries go on this long; what is left is kept undelivered.
     pub wait_after: Duration,
     pub undelivered: PathBuf,
+    /// The id of each delivered event is appended here, so that a crawl resumed after a
+    /// kill sends only what was neither delivered nor given up ([`pending`]).
+    pub delivered: PathBuf,
 }
 
 impl WebhookConfig {
@@ -36,6 +39,13 @@ impl WebhookConfig {
             .and_then(|b| data_encoding::BASE64.decode(b.as_bytes()).ok())
             .unwrap_or_else(|| s.as_bytes().to_vec())
     }
+}
+
+/// `TRAWL_WEBHOOK_SECRET`; an empty value is no secret (compose passes one through unset).
+pub fn secret_from_env() -> Option<String> {
+    std::env::var("TRAWL_WEBHOOK_SECRET")
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 /// What the notifier did.
@@ -124,7 +134,10 @@ pub async fn run(
             stats.attempts += 1;
             let secret = cfg.secret.as_deref();
             match post(&client, &cfg.url, secret, &p.event.id, &p.body).await {
-                Ok(()) => stats.delivered += 1,
+                Ok(()) => {
+                    stats.delivered += 1;
+                    append_line(&cfg.delivered, p.event.id.as_bytes(), &p.event.id);
+                }
                 Err(status) => {
                     if status == Some(410) {
                         tracing::warn!(url = %cfg.url, "the webhook answered 410: no more deliveries");
@@ -200,22 +213,86 @@ pub fn backoff(base: Duration, tries: u32) -> Duration {
 fn keep_undelivered(cfg: &WebhookConfig, e: &ChangeEvent, stats: &mut Deliveries) {
     stats.undelivered += 1;
     let line = serde_json::to_vec(e).unwrap_or_default();
+    append_line(&cfg.undelivered, &line, &e.id);
+}
+
+/// Appends one line; a failure is logged (the event itself stays in `changes.jsonl`).
+fn append_line(path: &Path, line: &[u8], id: &str) {
     let r = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&cfg.undelivered)
+        .open(path)
         .and_then(|mut f| {
-            f.write_all(&line)?;
+            f.write_all(line)?;
             f.write_all(b"\n")
         });
     if let Err(err) = r {
-        tracing::error!(error = %err, file = %cfg.undelivered.display(), id = %e.id, "an undelivered event could not be kept");
+        tracing::error!(error = %err, file = %path.display(), id, "could not record a delivery");
     }
+}
+
+/// The events of `changes` (a crawl's `changes.jsonl`) that are neither in `delivered`
+/// (ids, one a line) nor in `undelivered` (events given up on), in their order: what a
+/// crawl resumed after a kill still owes its webhook. Missing files count as empty; lines
+/// that do not parse are skipped (a torn last line is cut back before this is read).
+pub fn pending(changes: &Path, delivered: &Path, undelivered: &Path) -> Vec<ChangeEvent> {
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let mut done: HashSet<String> = read(delivered).lines().map(str::to_string).collect();
+    done.extend(
+        read(undelivered)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<ChangeEvent>(l).ok())
+            .map(|e| e.id),
+    );
+    read(changes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<ChangeEvent>(l).ok())
+        .filter(|e| !done.contains(&e.id))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(id: &str) -> ChangeEvent {
+        serde_json::from_value(serde_json::json!({
+            "v": 1, "id": id, "type": "page.new", "crawl": "c", "since": "b",
+            "at": "2026-12-01T00:00:00Z", "url": "http://a.test/x", "final_url": "http://a.test/x",
+            "status": "new", "http_status": 200, "linked": true
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pending_is_what_was_neither_delivered_nor_given_up() {
+        let dir = std::env::temp_dir().join(format!("trawl-pending-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (changes, delivered, undelivered) = (
+            dir.join("changes.jsonl"),
+            dir.join("changes-delivered.txt"),
+            dir.join("changes-undelivered.jsonl"),
+        );
+        let line = |e: &ChangeEvent| serde_json::to_string(e).unwrap() + "\n";
+        let all: String = ["a", "b", "c", "d"]
+            .iter()
+            .map(|i| line(&event(i)))
+            .collect();
+        std::fs::write(&changes, all + "{torn").unwrap();
+        assert_eq!(
+            pending(&changes, &delivered, &undelivered).len(),
+            4,
+            "no files yet"
+        );
+        std::fs::write(&delivered, "a\nc\n").unwrap();
+        std::fs::write(&undelivered, line(&event("d"))).unwrap();
+        let ids: Vec<String> = pending(&changes, &delivered, &undelivered)
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(ids, ["b"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn signatures_follow_standard_webhooks() {

@@ -142,6 +142,11 @@ pub struct CrawlSettings {
     /// The longest interval: each unchanged fetch makes it 1.5 times longer, up to this.
     #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
     pub revisit_max_s: u64,
+    /// On the cluster, keep each written page in Redis (its facts and its record) so a
+    /// later crawl can compare with this one (`--no-history`: keep nothing; a later
+    /// `--since` finds every page new). The embedded runtime keeps them in `crawl.db`.
+    #[cfg_attr(feature = "cli", arg(long = "no-history", action = ArgAction::SetFalse))]
+    pub history: bool,
 }
 
 impl Default for CrawlSettings {
@@ -175,6 +180,7 @@ impl Default for CrawlSettings {
             revisit_min_s: 3600,
             revisit_start_s: 86_400,
             revisit_max_s: 14 * 86_400,
+            history: true,
         }
     }
 }

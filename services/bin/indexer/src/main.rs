@@ -17,7 +17,7 @@ async fn main() -> std::process::ExitCode {
             (h as _, crawl)
         });
         let history = trawl_indexer::ServiceHistory {
-            archive: archive.clone(),
+            archive: ctx.spec.settings.history.then(|| archive.clone() as _),
             unlinked: archive,
             since,
         };
