@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: prepares what the tests need, then runs every test of the workspace:
 # - NATS (JetStream) and Redis on loopback (scripts/services.sh);
+# - a Docker engine, docker-compose and a Debian base image (scripts/docker.sh);
 # - protoc, which lance's build scripts need;
 # - Python helpers in .venv: warcio (WARC validation), pyarrow, lancedb (reads trawl's
 #   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
@@ -10,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/services.sh
+# A Docker engine and the base image for the container tests (tests/containers.rs).
+./scripts/docker.sh
 
 ./scripts/protoc.sh
 
@@ -32,5 +35,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 export TRAWL_REQUIRE_PY=1
 export TRAWL_REQUIRE_SERVICES=1
 export TRAWL_REQUIRE_MODEL=1
+export TRAWL_REQUIRE_DOCKER=1
 
 cargo test --workspace --locked "$@"

@@ -38,8 +38,14 @@ def compose():
             failures.append(f"docker-compose.yml: {'/'.join(map(str, e.path))}: {e.message}")
     svc = doc["services"]
     nats = " ".join(svc["nats"]["command"])
-    check("--jetstream" in nats and "8222" in nats, "NATS without JetStream or monitoring port")
-    check("8222:8222" in svc["nats"].get("ports", []), "NATS monitoring port not published")
+    conf = nats.split("-c ", 1)[-1].strip() if "-c " in nats else None
+    mounted = {v.split(":")[1]: v.split(":")[0] for v in svc["nats"].get("volumes", []) if v.startswith("./")}
+    if check(conf in mounted, f"NATS configuration {conf} is not mounted from the repository"):
+        text = (ROOT / mounted[conf]).read_text()
+        check("jetstream" in text and "http_port: 8222" in text, "NATS without JetStream or monitoring port")
+        check("max_payload: 8MB" in text, "NATS max_payload is not the 8 MB the fetchers size pages for")
+    for name in ["nats", "redis"]:
+        check(not svc[name].get("ports"), f"{name} publishes ports: host-network.yml cannot run beside servers already there")
     redis = " ".join(svc["redis"]["command"])
     check("--appendonly yes" in redis, "Redis without AOF")
     for s in STAGES:
