@@ -91,9 +91,10 @@ async fn robots_5xx_disallows_everything_and_4xx_allows_everything() {
     .await
     .unwrap();
     let out = tempfile::tempdir().unwrap();
-    trawl::crawl(options(&[site.url("/page/1")], out.path()))
-        .await
-        .unwrap();
+    // No waiting for it to come back (tests/faults.rs has the wait): disallowed at once.
+    let mut o = options(&[site.url("/page/1")], out.path());
+    o.crawl.robots_outage_s = 0;
+    trawl::crawl(o).await.unwrap();
     assert_eq!(
         site.log().len(),
         1,

@@ -60,6 +60,11 @@ pub struct CrawlReport {
     pub errors: BTreeMap<String, i64>,
     pub requests: i64,
     pub retries: i64,
+    /// Times a page was put back to wait for its host's unreachable robots.txt.
+    pub robots_waits: i64,
+    /// Retries and robots.txt waits the full frontier could not take back (each recorded
+    /// as a failed page, `retry_rejected`).
+    pub retries_rejected: i64,
     pub bytes: i64,
     pub frontier: FrontierStats,
     pub warc_files: Vec<PathBuf>,
@@ -123,6 +128,8 @@ impl CrawlReport {
             },
             requests: get(Counter::Requests),
             retries: get(Counter::Retries),
+            robots_waits: get(Counter::RobotsWaits),
+            retries_rejected: get(Counter::RetriesRejected),
             bytes: get(Counter::WireBytes),
             frontier: FrontierStats {
                 admitted: get(Counter::FrontierQueued),

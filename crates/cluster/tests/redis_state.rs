@@ -35,6 +35,7 @@ fn job(host: &str, path: &str, priority: i64) -> FetchJob {
         priority,
         retries: 0,
         lastmod: None,
+        robots_wait_since_ms: None,
     }
 }
 

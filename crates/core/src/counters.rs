@@ -30,6 +30,11 @@ pub enum Counter {
     /// Distinct query strings of one path pattern: the query-variant trap's budget.
     QueryVariants(String),
     RobotsBlocked,
+    /// Jobs put back to wait for an unreachable robots.txt.
+    RobotsWaits,
+    /// Jobs to re-queue (a 429/503 retry, a robots.txt wait) that the full frontier turned
+    /// away: recorded as failed pages (`retry_rejected`).
+    RetriesRejected,
     /// Redirects that left the crawl's scope.
     RedirectOutOfScope,
     /// 429/503 retries.
@@ -67,7 +72,7 @@ pub enum Counter {
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 25] = [
+const FIXED: [(Counter, &str); 27] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -78,6 +83,8 @@ const FIXED: [(Counter, &str); 25] = [
     (Counter::FrontierRejectedFull, "frontier.rejected_full"),
     (Counter::FrontierAdmitted, "frontier.admitted"),
     (Counter::RobotsBlocked, "fetcher.robots_blocked"),
+    (Counter::RobotsWaits, "fetcher.robots_waits"),
+    (Counter::RetriesRejected, "fetcher.retries_rejected"),
     (Counter::RedirectOutOfScope, "fetcher.redirect_out_of_scope"),
     (Counter::Retries, "fetcher.retries"),
     (Counter::Requests, "fetcher.requests"),

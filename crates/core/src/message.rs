@@ -58,6 +58,9 @@ pub struct FetchJob {
     /// The sitemap's `<lastmod>` for the URL, if it came from one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lastmod: Option<String>,
+    /// Since when (ms) the job has waited for its host's robots.txt to be reachable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robots_wait_since_ms: Option<u64>,
 }
 
 /// One hop of a redirect chain (the final response is a hop too).
@@ -297,6 +300,7 @@ mod tests {
                     priority: 0,
                     retries: 0,
                     lastmod: None,
+                    robots_wait_since_ms: None,
                 },
                 final_url: "http://a/".into(),
                 status: 200,

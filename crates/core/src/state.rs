@@ -352,6 +352,7 @@ mod tests {
             priority,
             retries: 0,
             lastmod: None,
+            robots_wait_since_ms: None,
         }
     }
 

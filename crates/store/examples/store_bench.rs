@@ -62,6 +62,7 @@ fn job(i: usize) -> FetchJob {
         priority: 30_000_000,
         retries: 0,
         lastmod: None,
+        robots_wait_since_ms: None,
     }
 }
 

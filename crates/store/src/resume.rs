@@ -153,6 +153,7 @@ fn job(crawl: &str, url: String, row: &rusqlite::Row<'_>) -> StoreResult<FetchJo
         priority: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
         retries: 0,
         lastmod: None,
+        robots_wait_since_ms: None,
     })
 }
 
@@ -205,6 +206,7 @@ mod tests {
             priority: 7,
             retries: 0,
             lastmod: None,
+            robots_wait_since_ms: None,
         }
     }
 

@@ -29,6 +29,12 @@ pub enum Robots {
     Status(u16),
     /// Not routed: served from the directory (or 404).
     FromDir,
+    /// `status` to the first `times` requests, then 200 with `then` (a robots.txt blip).
+    FailFirst {
+        status: u16,
+        times: u32,
+        then: String,
+    },
 }
 
 impl Default for Robots {
@@ -100,6 +106,8 @@ pub(crate) struct Shared {
     pub hits: Arc<Mutex<std::collections::HashMap<String, u32>>>,
     pub bomb: Arc<std::sync::OnceLock<bytes::Bytes>>,
     pub changing: Arc<Mutex<changing::Pages>>,
+    /// robots.txt requests answered so far.
+    pub robots_served: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// A running test site; it stops when dropped.
@@ -179,6 +187,7 @@ impl TestSite {
             hits: Arc::default(),
             bomb: Arc::default(),
             changing: Arc::default(),
+            robots_served: Arc::default(),
         };
         let app: Router = scenarios::router(shared.clone())
             .layer(middleware::from_fn_with_state(shared.clone(), record));

@@ -87,7 +87,18 @@ pub(crate) fn router(s: Shared) -> Router {
 }
 
 async fn robots(State(s): State<Shared>) -> Response {
+    let served = s
+        .robots_served
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     match &s.cfg.robots {
+        Robots::FailFirst { status, times, .. } if served < *times => StatusCode::from_u16(*status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response(),
+        Robots::FailFirst { then, .. } => (
+            [(header::CONTENT_TYPE, "text/plain")],
+            then.replace("{origin}", &s.origin),
+        )
+            .into_response(),
         Robots::Body(b) => (
             [(header::CONTENT_TYPE, "text/plain")],
             b.replace("{origin}", &s.origin),

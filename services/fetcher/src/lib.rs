@@ -67,6 +67,9 @@ pub struct FetcherConfig {
     /// Minimum gap between the end of one request to a host and the start of the next.
     pub delay: Duration,
     pub robots_ttl: Duration,
+    /// When an unreachable robots.txt is asked again; and how long pages wait for it.
+    pub robots_retry: Duration,
+    pub robots_outage: Duration,
     /// Retries of a URL answered 429/503 before giving up.
     pub max_retries: u32,
     /// Backoff when 429/503 carry no usable Retry-After.
@@ -95,6 +98,8 @@ impl FetcherConfig {
             allow_private: s.allow_private,
             delay: Duration::from_millis(s.delay_ms),
             robots_ttl: Duration::from_secs(24 * 3600),
+            robots_retry: Duration::from_secs(s.robots_retry_s.max(1)),
+            robots_outage: Duration::from_secs(s.robots_outage_s),
             max_retries: 3,
             default_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(600),
@@ -116,6 +121,12 @@ pub enum Outcome {
     Retry {
         after: Duration,
         status: u16,
+    },
+    /// The host's robots.txt is unreachable: queue the job again (not counted as a retry)
+    /// and ask again after `after`; `since` is when the job started waiting.
+    Wait {
+        after: Duration,
+        since: u64,
     },
 }
 
@@ -297,8 +308,12 @@ impl Fetcher {
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let outcome = outcome?;
         let next_allowed_ms = match (&outcome, clock.hosts.get(&job.host)) {
-            (Outcome::Retry { after, .. }, Some(h)) => h.ended_ms + after.as_millis() as u64,
-            (Outcome::Retry { after, .. }, None) => now_ms() + after.as_millis() as u64,
+            (Outcome::Retry { after, .. } | Outcome::Wait { after, .. }, Some(h)) => {
+                h.ended_ms.max(now_ms()) + after.as_millis() as u64
+            }
+            (Outcome::Retry { after, .. } | Outcome::Wait { after, .. }, None) => {
+                now_ms() + after.as_millis() as u64
+            }
             (_, Some(h)) => h.next_allowed_ms(),
             (_, None) => now_ms(),
         };
@@ -372,6 +387,19 @@ impl Fetcher {
                     return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
                 }
             };
+            if rules.access == robots::Access::Unreachable {
+                // Disallow while unreachable, and ask again later; only a sustained outage
+                // makes the page blocked.
+                let now = now_ms();
+                let since = job.robots_wait_since_ms.unwrap_or(now);
+                if now.saturating_sub(since) < self.cfg.robots_outage.as_millis() as u64 {
+                    self.state.count(&Counter::RobotsWaits, 1).await?;
+                    return Ok(Outcome::Wait {
+                        after: self.cfg.robots_retry,
+                        since,
+                    });
+                }
+            }
             if !rules.allows(&url) {
                 self.state.count(&Counter::RobotsBlocked, 1).await?;
                 let why = rules.access.blocked_reason();
@@ -567,6 +595,29 @@ fn failed_outcome(
     Ok(Outcome::Done(Box::new(failed_record(
         job, final_url, hops, wire_bytes, f,
     ))))
+}
+
+/// The record of a job the frontier could not take back for a retry (it is full): the
+/// page is recorded failed rather than dropped unseen.
+pub(crate) fn rejected_retry(job: &FetchJob, status: u16) -> Fetched {
+    let hop = Hop {
+        url: job.url.clone(),
+        status,
+    };
+    let why = match status {
+        0 => "waiting for robots.txt".to_string(),
+        s => format!("retrying after {s}"),
+    };
+    failed_record(
+        job,
+        &job.url,
+        if status == 0 { Vec::new() } else { vec![hop] },
+        0,
+        failure(
+            "retry_rejected",
+            format!("{why}: the frontier is full and could not take the URL back"),
+        ),
+    )
 }
 
 /// The record of a fetch that failed: the hops so far, the last status, the failure.

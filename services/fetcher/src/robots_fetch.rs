@@ -52,6 +52,11 @@ impl Fetcher {
                     // Not a fact about the site's robots.txt: report it, cache nothing.
                     Err(f) => return Ok(RobotsDecision::Refused(f)),
                 };
+                // An unreachable robots.txt is a blip until shown otherwise: asked again soon.
+                let ttl = match access {
+                    RobotsAccess::Unreachable => self.cfg.robots_retry.as_millis() as u64,
+                    _ => ttl,
+                };
                 let entry = RobotsEntry {
                     access,
                     fetched_at_ms: now_ms(),
@@ -80,6 +85,10 @@ impl Fetcher {
             }
         };
         let rules = Arc::new(HostRules::from_entry(&entry, &self.cfg.robots_agent));
+        let ttl = match entry.access {
+            RobotsAccess::Unreachable => self.cfg.robots_retry.as_millis() as u64,
+            _ => ttl,
+        };
         self.robots
             .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
         Ok(RobotsDecision::Rules(rules))

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trawl_core::clock::now_ms;
+use trawl_core::counters::Counter;
 use trawl_core::pipeline::{Hops, Shutdown, Workers};
 use trawl_core::queue::Queue;
+use trawl_core::state::Enqueued;
 use trawl_core::{CoreError, Discovered, FetchJob, Fetched, MESSAGE_VERSION};
 
 use crate::{FetchError, Fetcher, Outcome};
@@ -91,7 +93,13 @@ async fn handle(
             tracing::debug!(url = %job.url, status, ?after, "backing off host");
             let mut again = job.clone();
             again.retries += 1;
-            state.enqueue(again).await?;
+            requeue(fetcher, fetched, again, status).await?;
+        }
+        Outcome::Wait { after, since } => {
+            tracing::debug!(url = %job.url, ?after, "robots.txt unreachable: the page waits");
+            let mut again = job.clone();
+            again.robots_wait_since_ms = Some(since);
+            requeue(fetcher, fetched, again, 0).await?;
         }
     }
     let now = trawl_core::clock::now_ms();
@@ -104,6 +112,29 @@ async fn handle(
             .await?;
     }
     state.release(&job.host, out.next_allowed_ms).await?;
+    Ok(())
+}
+
+/// Puts a job back in its host's queue; one the full frontier turns away becomes a failed
+/// record (`retry_rejected`, counted) instead of vanishing. A queued URL the job's return
+/// evicted is counted like the frontier's own evictions.
+async fn requeue(
+    fetcher: &Fetcher,
+    fetched: &dyn Queue<Fetched>,
+    job: FetchJob,
+    status: u16,
+) -> Result<(), FetchError> {
+    let state = fetcher.state();
+    match state.enqueue(job.clone()).await? {
+        Enqueued::Accepted => {}
+        Enqueued::AcceptedEvicting(n) => {
+            state.count(&Counter::FrontierEvicted, n as i64).await?;
+        }
+        Enqueued::Rejected => {
+            state.count(&Counter::RetriesRejected, 1).await?;
+            publish(fetched, crate::rejected_retry(&job, status)).await?;
+        }
+    }
     Ok(())
 }
 

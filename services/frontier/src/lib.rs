@@ -172,6 +172,7 @@ impl Frontier {
             priority: priority(d.depth, d.kind, 0),
             retries: 0,
             lastmod: d.lastmod.clone(),
+            robots_wait_since_ms: None,
         };
         Ok(match self.state.enqueue(job).await? {
             Enqueued::Accepted => Admission::Queued,

@@ -147,6 +147,15 @@ pub struct CrawlSettings {
     /// `--since` finds every page new). The embedded runtime keeps them in `crawl.db`.
     #[cfg_attr(feature = "cli", arg(long = "no-history", action = ArgAction::SetFalse))]
     pub history: bool,
+    /// A host whose robots.txt is unreachable (5xx, timeout, no connection) is asked again
+    /// after this many seconds; its pages wait meanwhile (RFC 9309: assume disallow while
+    /// unreachable, do not give up).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub robots_retry_s: u64,
+    /// After this many seconds of a host's robots.txt unreachable, a waiting page is
+    /// recorded `robots_disallowed` (unreachable) instead of waiting longer.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub robots_outage_s: u64,
 }
 
 impl Default for CrawlSettings {
@@ -181,6 +190,8 @@ impl Default for CrawlSettings {
             revisit_start_s: 86_400,
             revisit_max_s: 14 * 86_400,
             history: true,
+            robots_retry_s: 60,
+            robots_outage_s: 3600,
         }
     }
 }
