@@ -116,12 +116,22 @@ pub fn chunk_id(canonical: &str, n: usize) -> String {
     format!("{:032x}", xxh3_128(format!("{canonical}\n{n}").as_bytes()))
 }
 
-/// The URL a page is indexed under: its declared canonical URL, else where it was fetched.
+/// The URL a page is indexed under: its declared canonical URL when that is on the host
+/// the page was fetched from, else where it was fetched. A canonical on another host is
+/// not taken: any page could otherwise name another site's page and replace its rows.
 pub fn canonical_url(page: &PageRecord) -> &str {
+    let same_host = |c: &str| {
+        let (Ok(c), Ok(f)) = (url::Url::parse(c), url::Url::parse(&page.final_url)) else {
+            return false;
+        };
+        matches!(c.scheme(), "http" | "https")
+            && c.host_str() == f.host_str()
+            && c.port_or_known_default() == f.port_or_known_default()
+    };
     page.meta
         .canonical
         .as_deref()
-        .filter(|c| c.starts_with("http://") || c.starts_with("https://"))
+        .filter(|c| same_host(c))
         .unwrap_or(&page.final_url)
 }
 
@@ -470,5 +480,37 @@ impl Indexer {
             .await?;
         self.stats.indexes_built = built.into_iter().map(String::from).collect();
         Ok(self.stats.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(final_url: &str, canonical: Option<&str>) -> PageRecord {
+        let mut p = PageRecord {
+            final_url: final_url.into(),
+            ..PageRecord::default()
+        };
+        p.meta.canonical = canonical.map(str::to_string);
+        p
+    }
+
+    #[test]
+    fn a_canonical_is_the_key_only_on_the_pages_own_host() {
+        let at = "https://docs.example.org/v2/page?x=1";
+        let same = "https://docs.example.org/page";
+        assert_eq!(canonical_url(&page(at, Some(same))), same);
+        for other in [
+            "https://victim.example.com/page",
+            "https://example.org/page",
+            "https://docs.example.org:8443/page",
+            "ftp://docs.example.org/page",
+            "/page",
+            "not a url",
+        ] {
+            assert_eq!(canonical_url(&page(at, Some(other))), at, "{other}");
+        }
+        assert_eq!(canonical_url(&page(at, None)), at);
     }
 }
