@@ -9,6 +9,7 @@ mod http;
 pub mod net;
 pub mod robots;
 mod robots_fetch;
+pub mod robots_google;
 mod service;
 pub mod warcout;
 mod worker;

@@ -44,7 +44,7 @@ impl HostRules {
     pub fn from_entry(entry: &RobotsEntry, agent: &str) -> Self {
         match &entry.access {
             RobotsAccess::Body(body) => Self {
-                robots: Robots::parse(body, Agent::Prefix(agent)),
+                robots: Robots::parse(&crate::robots_google::prepare(body), Agent::Prefix(agent)),
                 access: Access::Rules,
             },
             RobotsAccess::Unavailable => Self {
@@ -64,7 +64,7 @@ impl HostRules {
             path.push('?');
             path.push_str(q);
         }
-        self.robots.is_allowed(&path)
+        self.robots.is_allowed(&crate::robots_google::path(&path))
     }
 }
 
@@ -170,6 +170,47 @@ mod tests {
         }
         txt.push_str("Disallow: /late\n");
         assert!(ok(&rules(&txt), "/late"));
+    }
+
+    /// Google's readings (its robots.txt documentation and `robots_test.cc`).
+    #[test]
+    fn a_user_agent_value_is_matched_up_to_its_first_space() {
+        let r = rules("User-agent: trawl crawler 2.0\nDisallow: /\n");
+        assert!(!ok(&r, "/x"), "the group of trawl");
+        let r = rules("User-agent: trawl/2.1\nDisallow: /\n");
+        assert!(!ok(&r, "/x"));
+    }
+
+    #[test]
+    fn an_allowed_index_html_allows_its_directory() {
+        let r = rules("User-agent: *\nDisallow: /\nAllow: /allowed-slash/index.html\n");
+        assert!(ok(&r, "/allowed-slash/"));
+        assert!(ok(&r, "/allowed-slash/index.html"));
+        assert!(!ok(&r, "/allowed-slash/other.html"));
+        assert!(!ok(&r, "/anyother-url"));
+    }
+
+    #[test]
+    fn an_over_long_line_is_cut_at_googles_limit() {
+        let prefix = "Disallow: /";
+        let long = format!("User-agent: *\n{prefix}{}qux\n", "a".repeat(20_000));
+        let kept = crate::robots_google::MAX_LINE_BYTES - prefix.len();
+        let r = rules(&long);
+        assert!(
+            !ok(&r, &format!("/{}b", "a".repeat(kept))),
+            "the rule is the line's first 16,664 bytes"
+        );
+        assert!(ok(&r, &format!("/{}", "a".repeat(kept - 1))));
+    }
+
+    #[test]
+    fn percent_encoded_characters_are_matched_as_written() {
+        let r = rules("User-agent: *\nDisallow: /\nAllow: /foo/bar/%62%61%7A\n");
+        assert!(!ok(&r, "/foo/bar/baz"), "%62%61%7A is not baz");
+        assert!(ok(&r, "/foo/bar/%62%61%7A"));
+        let r = rules("User-agent: *\nDisallow: /\nAllow: /foo/bar/baz\n");
+        assert!(!ok(&r, "/foo/bar/%62%61%7A"));
+        assert!(ok(&r, "/foo/bar/baz"));
     }
 
     #[test]
