@@ -23,6 +23,11 @@ impl Fetcher {
         crawl_delay: Option<Duration>,
         clock: &mut JobClock,
     ) -> Result<Response, FetchFailure> {
+        // Every request passes here, robots.txt and its redirects included: an IP-literal
+        // host never reaches the guarded resolver, so it is checked now.
+        if let Some(f) = self.address_policy(url) {
+            return Err(f);
+        }
         if let Some(h) = clock.hosts.get(host) {
             let at = h.next_allowed_ms();
             let now = now_ms();

@@ -446,7 +446,7 @@ impl Fetcher {
         }
     }
 
-    fn address_policy(&self, url: &Url) -> Option<FetchFailure> {
+    pub(crate) fn address_policy(&self, url: &Url) -> Option<FetchFailure> {
         if self.cfg.allow_private {
             return None;
         }
@@ -681,6 +681,43 @@ mod tests {
     }
 
     use super::*;
+
+    /// The one request path refuses private addresses itself: robots.txt and its
+    /// redirects, which never pass the page loop's check, and IP-literal hosts, which never
+    /// reach the guarded resolver.
+    #[tokio::test]
+    async fn every_request_refuses_a_private_ip_literal() {
+        let state = Arc::new(trawl_core::state::MemoryState::new(
+            10,
+            1,
+            trawl_core::state::WorkTracker::default(),
+        ));
+        let seed = Url::parse("http://example.org/").unwrap();
+        let fetcher = Fetcher::new(
+            FetcherConfig::new("t"),
+            state as Arc<dyn State>,
+            Scope::new(trawl_core::scope::ScopeKind::Any, &[seed]),
+            Normalizer::default(),
+            None,
+        )
+        .unwrap();
+        for target in [
+            "http://127.0.0.1:9/robots.txt",
+            "http://[::1]:9/x",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+        ] {
+            let url = Url::parse(target).unwrap();
+            let host = host_key(&url);
+            let Err(err) = fetcher
+                .request(&url, &host, None, &mut JobClock::default())
+                .await
+            else {
+                panic!("{target} was requested");
+            };
+            assert_eq!(err.kind, "private_address", "{target}: {err:?}");
+        }
+    }
 
     #[test]
     fn politeness_waits_for_the_larger_delay() {

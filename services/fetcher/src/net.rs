@@ -29,8 +29,10 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || ip.is_unspecified()
         || ip.is_broadcast()
         || ip.is_documentation()
+        || ip.is_multicast() // 224.0.0.0/4
         || o[0] == 0
         || (o[0] == 100 && (o[1] & 0xC0) == 64) // 100.64.0.0/10, carrier-grade NAT
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24, IETF protocol assignments
         || (o[0] == 198 && (o[1] & 0xFE) == 18) // 198.18.0.0/15, benchmarking
         || o[0] >= 240)
 }
@@ -41,7 +43,12 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || ip.is_unspecified()
         || (s[0] & 0xFE00) == 0xFC00 // unique local
         || (s[0] & 0xFFC0) == 0xFE80 // link-local
-        || (s[0] & 0xFF00) == 0xFF00) // multicast
+        || (s[0] & 0xFFC0) == 0xFEC0 // site-local (deprecated, still routed inside some sites)
+        || (s[0] & 0xFF00) == 0xFF00 // multicast
+        || (s[0] == 0x0064 && s[1] == 0xFF9B && s[2..6] == [0; 4]) // NAT64 64:ff9b::/96
+        || s[0] == 0x2002 // 6to4: an IPv4 address inside, any of them
+        || (s[0] == 0x2001 && s[1] == 0x0DB8) // documentation
+        || s[..6] == [0; 6]) // IPv4-compatible ::a.b.c.d (deprecated)
 }
 
 /// A resolver that drops non-public addresses unless `allow_private`.
@@ -89,6 +96,16 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "192.0.0.8",
+            "224.0.0.251",
+            "239.255.255.250",
+            "64:ff9b::a00:1",
+            "64:ff9b::808:808",
+            "2002:c0a8:101::1",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "fec0::1",
+            "2001:db8::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }

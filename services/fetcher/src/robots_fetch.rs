@@ -101,9 +101,13 @@ impl Fetcher {
         host: &str,
         clock: &mut JobClock,
     ) -> Result<RobotsAccess, FetchFailure> {
-        // RFC 9309 2.3.1.2: follow at least five redirects.
+        // RFC 9309 2.3.1.2: follow at least five redirects; a loop is no robots.txt.
         let mut url = robots_url.clone();
+        let mut visited = std::collections::HashSet::new();
         for _ in 0..=5 {
+            if !visited.insert(url.to_string()) {
+                return Ok(RobotsAccess::Unavailable);
+            }
             let resp = match self.request(&url, host, None, clock).await {
                 Ok(r) => r,
                 Err(f) if f.kind == "private_address" => return Err(f),
