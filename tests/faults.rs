@@ -1,6 +1,7 @@
 //! Faults and hostile sites: nothing lost. A robots.txt that fails once does not end the
 //! crawl (its pages wait and are fetched once it answers); only a sustained outage records
-//! them blocked; a retry the full frontier cannot take back is recorded, not dropped.
+//! them blocked; a retry the full frontier cannot take back is recorded, not dropped; the
+//! services survive a NATS restart mid-crawl.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -161,4 +162,248 @@ async fn a_retry_the_full_frontier_turns_away_is_recorded() {
     assert_eq!(rejected.status, 429);
     let counters = state.counters().await.unwrap();
     assert_eq!(counters["fetcher.retries_rejected"], 1, "{counters:?}");
+}
+
+/// A nats-server of the test's own (JetStream on a file store in `dir`) on `port`.
+fn start_nats(dir: &std::path::Path, port: u16) -> Option<std::process::Child> {
+    let c = std::process::Command::new("nats-server")
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(c);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// The URLs of every line the indexers wrote (`pages-*.jsonl`).
+fn indexed_urls(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("pages-") && name.ends_with(".jsonl") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                out.insert(v["url"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The services over a nats-server that goes down mid-crawl (SIGTERM) and comes back on
+/// its JetStream file store: the crawl completes with the embedded crawl's pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_restart_mid_crawl_is_survived() {
+    use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    let store = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let Some(mut nats) = start_nats(store.path(), port) else {
+        if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+            panic!("cannot start a nats-server of this test's own");
+        }
+        eprintln!("SKIPPED: cannot start nats-server");
+        return;
+    };
+    let nats_url = format!("nats://127.0.0.1:{port}");
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 25,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.url("/page/1");
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let crawl = format!("n{}", &tag[..10]);
+    let out = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_NATS_URL", nats_url.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+        ("TRAWL_ACK_WAIT_S", "1".into()),
+        ("TRAWL_CLAIM_TTL_S", "3".into()),
+        ("TRAWL_MAX_DELIVER", "50".into()),
+    ];
+    let mut services = Services(Vec::new());
+    for (i, stage) in [1usize, 2, 3, 4].iter().enumerate() {
+        services.0.push((
+            format!("{}#{i}", NAMES[*stage]),
+            spawn(&paths[*stage], &env, free_port()),
+        ));
+    }
+    let waiter = submit_wait(
+        &paths[0],
+        &[&seed, "--allow-private", "--delay", "150"],
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_NATS_URL", &nats_url)],
+    );
+    // Mid-crawl: NATS goes down, stays down a moment, comes back on its store.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = indexed_urls(out.path()).len();
+    std::process::Command::new("kill")
+        .args(["-TERM", &nats.id().to_string()])
+        .status()
+        .unwrap();
+    nats.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut nats = start_nats(store.path(), port).expect("nats-server restarts on its store");
+    let report = waiter.await.unwrap();
+    for (_, c) in &mut services.0 {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let _ = nats.kill();
+    let _ = nats.wait();
+    assert_eq!(report["drained"], true, "{report}");
+    let emb = tempfile::tempdir().unwrap();
+    let mut o = options(std::slice::from_ref(&seed), emb.path());
+    o.crawl.delay_ms = 0;
+    trawl::crawl(o).await.unwrap();
+    let embedded: std::collections::BTreeSet<String> = pages(emb.path())
+        .iter()
+        .map(|p| p["url"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        before < embedded.len(),
+        "NATS went down mid-crawl ({before} pages written)"
+    );
+    assert_eq!(indexed_urls(out.path()), embedded);
+    // The crawl's keys in the shared Redis (its streams went with the test's own NATS).
+    let mut conn = trawl_cluster::redis_conn::connect("redis://127.0.0.1:6379")
+        .await
+        .unwrap();
+    let _ =
+        trawl_cluster::redis_conn::unlink_prefixed(&mut conn, &format!("trawl:{{{crawl}}}:")).await;
+}
+
+/// `/metrics` answers from a snapshot refreshed in the background: with Redis accepting
+/// connections and never answering, a scrape still returns at once, with the queue series
+/// NATS gave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_answer_at_once_while_redis_hangs() {
+    use support::services::{free_port, service_bins, spawn};
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    // A "Redis" that takes connections and never says a word.
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hole_port = hole.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in hole.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let port = free_port();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", format!("m{}", &tag[..10])),
+        ("TRAWL_QUEUE_PREFIX", format!("m{}", &tag[..10])),
+        ("TRAWL_REDIS_URL", format!("redis://127.0.0.1:{hole_port}")),
+    ];
+    let mut frontier = spawn(&paths[1], &env, port);
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut body = String::new();
+    while !body.contains("trawl_queue_pending_messages") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(r) = http.get(&url).timeout(Duration::from_secs(15)).send().await {
+            body = r.text().await.unwrap_or_default();
+        }
+    }
+    assert!(body.contains("trawl_queue_pending_messages"), "{body}");
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let r = http.get(&url).send().await.unwrap();
+        assert!(r.status().is_success());
+        let text = r.text().await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a scrape took {:?}",
+            started.elapsed()
+        );
+        assert!(text.contains("trawl_frontier_ready 0"), "{text}");
+        assert!(
+            text.contains("trawl_frontier_metrics_age_seconds"),
+            "{text}"
+        );
+    }
+    let _ = frontier.kill();
+    let _ = frontier.wait();
+}
+
+/// A 64 KiB tmpfs of the test's own, unmounted when dropped; `None` where mounting is not
+/// allowed (the test command runs as root, which may).
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// `pages.jsonl` on a disk that fills up: the write that fails is an error, and the file
+/// still ends on a whole line, every line a record (no torn line to glue the next append
+/// to).
+#[test]
+fn a_full_disk_leaves_no_torn_line() {
+    let Some(disk) = SmallDisk::mount() else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let path = disk.0.path().join("pages.jsonl");
+    let mut sink = trawl_indexer::JsonlSink::create(&path).unwrap();
+    let record = |i: usize| serde_json::json!({"url": format!("http://a.test/{i}"), "text": "x".repeat(700 + i % 50)});
+    let mut failed = None;
+    for batch in 0..1000 {
+        for i in 0..7 {
+            sink.write(&record(batch * 7 + i)).unwrap();
+        }
+        if let Err(e) = sink.flush() {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("a 64 KiB disk fills up");
+    assert!(e.to_string().to_lowercase().contains("space"), "{e}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.is_empty() && text.ends_with('\n'),
+        "ends on a whole line"
+    );
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).expect("every line a record");
+    }
+    assert_eq!(
+        sink.len(),
+        text.len() as u64,
+        "the sink knows where the file ends"
+    );
 }

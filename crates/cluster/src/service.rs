@@ -3,20 +3,17 @@
 //! Prometheus text format), the hops over JetStream, the crawl spec, the state in Redis, and
 //! a SIGTERM that drains. A service binary is one call of [`run`] with its stage's `serve`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use trawl_core::counters::Counters;
 use trawl_core::pipeline::{Backlog, HOPS, Hops, Shutdown, StageContext, StageResult};
 use trawl_core::queue::Unconnected;
 use trawl_core::settings::{ClusterSettings, Settings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_dedup::Gate;
 
-use crate::jetstream::{JetStreamQueue, QueueConfig, hop_stats};
-use crate::redis_conn::Within;
+use crate::jetstream::{JetStreamQueue, QueueConfig};
 use crate::redis_history::RedisHistory;
 use crate::redis_state::RedisState;
 
@@ -221,95 +218,6 @@ pub fn stop_on_signals() -> Shutdown {
     stop
 }
 
-/// Serves `/healthz`, `/readyz` and `/metrics` until the process ends.
-pub async fn serve_http(
-    settings: Settings,
-    stage: &'static str,
-    client: async_nats::Client,
-    ready: Arc<AtomicBool>,
-) -> Result<(), String> {
-    use axum::routing::get;
-    let addr = settings.process.metrics_addr.clone();
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|e| format!("metrics address {addr}: {e}"))?;
-    tracing::info!(addr = %addr, "serving /healthz, /readyz, /metrics");
-    let (r1, c1) = (ready.clone(), client.clone());
-    let settings = Arc::new(settings);
-    let app = axum::Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let (r, c) = (r1.clone(), c1.clone());
-                async move {
-                    let nats = c.connection_state() == async_nats::connection::State::Connected;
-                    if r.load(Ordering::Relaxed) && nats {
-                        (axum::http::StatusCode::OK, "ready")
-                    } else {
-                        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready")
-                    }
-                }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(move || {
-                let (s, r, c) = (settings.clone(), ready.clone(), client.clone());
-                async move { metrics_text(&s, stage, &c, &r).await }
-            }),
-        );
-    axum::serve(listener, app).await.map_err(|e| e.to_string())
-}
-
-async fn metrics_text(
-    s: &Settings,
-    stage: &str,
-    client: &async_nats::Client,
-    ready: &AtomicBool,
-) -> String {
-    let mut out = format!(
-        "# TYPE trawl_{stage}_ready gauge\ntrawl_{stage}_ready {}\n",
-        u8::from(ready.load(Ordering::Relaxed))
-    );
-    // Queue lag: messages waiting or unacked in each hop's stream.
-    let stats = hop_stats(client, &s.cluster).await;
-    out.push_str("# TYPE trawl_queue_pending_messages gauge\n");
-    for h in &stats {
-        out.push_str(&format!(
-            "trawl_queue_pending_messages{{hop=\"{}\"}} {}\n",
-            h.hop, h.pending
-        ));
-    }
-    for h in &stats {
-        out.push_str(&format!(
-            "trawl_queue_dead_letters{{hop=\"{}\"}} {}\n",
-            h.hop, h.dead_letters
-        ));
-    }
-    // The crawl's shared counters (pages by status, robots blocks, duplicates, errors by kind).
-    // Per-host budgets are left out: one series per host would grow without bound.
-    if let Ok(counters) = crawl_counters(&s.cluster.redis_url, &s.process.crawl).await {
-        out.push_str("# TYPE trawl_crawl_events_total counter\n");
-        for (k, v) in Counters::from_map(&counters).figures() {
-            out.push_str(&format!("trawl_crawl_events_total{{event=\"{k}\"}} {v}\n"));
-        }
-    }
-    out
-}
-
-pub async fn crawl_counters(redis_url: &str, crawl: &str) -> Result<BTreeMap<String, i64>, String> {
-    let mut conn = crate::redis_conn::connect(redis_url)
-        .await
-        .map_err(|e| e.to_string())?;
-    redis::cmd("HGETALL")
-        .arg(format!("trawl:{{{crawl}}}:counters"))
-        .query_async(&mut conn)
-        .within()
-        .await
-        .map_err(|e| e.to_string())
-}
-
 /// Runs a service: settings, endpoints, the crawl spec, then `stage` until SIGTERM. `stage`
 /// gets the context (hops, state, stop) and returns when its workers have drained. A stage
 /// that fails (NATS or Redis went away: a restart, a failover) is started again after a
@@ -325,7 +233,7 @@ where
         let settings = Settings::load(None).map_err(|e| e.to_string())?;
         let client = nats(&settings.cluster).await?;
         let ready = Arc::new(AtomicBool::new(false));
-        let http = tokio::spawn(serve_http(
+        let http = tokio::spawn(crate::endpoints::serve_http(
             settings.clone(),
             name,
             client.clone(),

@@ -8,7 +8,7 @@
 pub mod changes;
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,11 +106,15 @@ pub async fn run_index(
     Ok(stats)
 }
 
-/// `pages.jsonl`: one JSON object per line, appended as documents arrive.
+/// `pages.jsonl`: one JSON object per line, appended as documents arrive. Lines are
+/// buffered and written at each [`JsonlSink::flush`]; a write that fails (a full disk) is
+/// cut back off the file, so the file never holds a torn line and a later append cannot
+/// glue two records together.
 pub struct JsonlSink {
-    out: BufWriter<File>,
-    /// Bytes in the file, buffered ones included.
-    len: u64,
+    file: File,
+    buf: Vec<u8>,
+    /// Bytes in the file once flushed.
+    written: u64,
 }
 
 impl JsonlSink {
@@ -121,42 +125,58 @@ impl JsonlSink {
             .create(true)
             .append(true)
             .open(path)?;
-        let len = file.metadata()?.len();
+        let written = file.metadata()?.len();
         Ok(Self {
-            out: BufWriter::new(file),
-            len,
+            file,
+            buf: Vec::new(),
+            written,
         })
     }
 
+    /// Starts `path` empty. Opened for appending all the same: after a failed write is cut
+    /// back, the next one lands at the new end.
     pub fn create(path: &Path) -> Result<Self, IndexerError> {
-        Ok(Self {
-            out: BufWriter::new(File::create(path)?),
-            len: 0,
-        })
+        File::create(path)?;
+        Self::append(path)
     }
 
     /// Appends one line; returns the offset it starts at.
     pub fn write<T: serde::Serialize>(&mut self, value: &T) -> Result<u64, IndexerError> {
-        let mut line = serde_json::to_vec(value)?;
-        line.push(b'\n');
-        self.out.write_all(&line)?;
-        let start = self.len;
-        self.len += line.len() as u64;
+        let start = self.len();
+        serde_json::to_writer(&mut self.buf, value)?;
+        self.buf.push(b'\n');
         Ok(start)
     }
 
     /// The file's length once flushed.
     pub fn len(&self) -> u64 {
-        self.len
+        self.written + self.buf.len() as u64
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
+    /// Writes the buffered lines. On failure the file is cut back to its last whole line
+    /// and the lines are dropped: the caller fails, and nothing it wrote is half there.
     pub fn flush(&mut self) -> Result<(), IndexerError> {
-        self.out.flush()?;
-        Ok(())
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        match self.file.write_all(&self.buf) {
+            Ok(()) => {
+                self.written += self.buf.len() as u64;
+                self.buf.clear();
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.clear();
+                if let Err(cut) = self.file.set_len(self.written) {
+                    tracing::error!(error = %cut, "could not cut a failed write back off the file");
+                }
+                Err(e.into())
+            }
+        }
     }
 }
 

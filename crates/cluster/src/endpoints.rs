@@ -1,0 +1,157 @@
+//! Every service's HTTP endpoints: `/healthz` (alive), `/readyz` (the stage serves and NATS
+//! is connected) and `/metrics` (Prometheus text). GET only: nothing here changes state.
+//!
+//! `/metrics` answers from a snapshot a background task refreshes every
+//! [`REFRESH`] over one Redis connection, each gathering under a deadline: a scrape never
+//! waits on NATS or Redis, and a slow backend only makes the snapshot older
+//! (`trawl_<stage>_metrics_age_seconds`). The series are a fixed set: queue lag and dead
+//! letters per hop, the crawl's counters without the per-host budgets.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+use trawl_core::counters::Counters;
+use trawl_core::settings::Settings;
+
+use crate::jetstream::hop_stats;
+use crate::redis_conn::Within;
+
+/// How often the metrics snapshot is gathered.
+pub const REFRESH: Duration = Duration::from_secs(5);
+/// The longest one gathering may take.
+pub const GATHER_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The last gathered series of each backend and when they were gathered.
+#[derive(Default)]
+struct Snapshot {
+    hops: String,
+    counters: String,
+    at: Option<Instant>,
+}
+
+/// Serves `/healthz`, `/readyz` and `/metrics` until the process ends.
+pub async fn serve_http(
+    settings: Settings,
+    stage: &'static str,
+    client: async_nats::Client,
+    ready: Arc<AtomicBool>,
+) -> Result<(), String> {
+    use axum::routing::get;
+    let addr = settings.process.metrics_addr.clone();
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|e| format!("metrics address {addr}: {e}"))?;
+    tracing::info!(addr = %addr, "serving /healthz, /readyz, /metrics");
+    let snapshot = Arc::new(Mutex::new(Snapshot::default()));
+    tokio::spawn(refresh(
+        Arc::new(settings),
+        client.clone(),
+        snapshot.clone(),
+    ));
+    let (r1, c1) = (ready.clone(), client);
+    let app = axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let (r, c) = (r1.clone(), c1.clone());
+                async move {
+                    let nats = c.connection_state() == async_nats::connection::State::Connected;
+                    if r.load(Ordering::Relaxed) && nats {
+                        (axum::http::StatusCode::OK, "ready")
+                    } else {
+                        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready")
+                    }
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let (s, r) = (snapshot.clone(), ready.clone());
+                async move { metrics_text(stage, &s, &r) }
+            }),
+        );
+    axum::serve(listener, app).await.map_err(|e| e.to_string())
+}
+
+fn metrics_text(stage: &str, snapshot: &Mutex<Snapshot>, ready: &AtomicBool) -> String {
+    let snap = snapshot.lock().unwrap_or_else(|e| e.into_inner());
+    let age = snap.at.map_or(-1.0, |t| t.elapsed().as_secs_f64());
+    format!(
+        "# TYPE trawl_{stage}_ready gauge\ntrawl_{stage}_ready {}\n\
+         # TYPE trawl_{stage}_metrics_age_seconds gauge\ntrawl_{stage}_metrics_age_seconds {age:.1}\n{}{}",
+        u8::from(ready.load(Ordering::Relaxed)),
+        snap.hops,
+        snap.counters
+    )
+}
+
+/// Gathers the series every [`REFRESH`], each backend's under its own deadline: one that
+/// does not answer keeps its last series, and never hides the other's.
+async fn refresh(settings: Arc<Settings>, client: async_nats::Client, snap: Arc<Mutex<Snapshot>>) {
+    let mut redis: Option<ConnectionManager> = None;
+    loop {
+        let hops = tokio::time::timeout(GATHER_TIMEOUT, hops_text(&settings, &client)).await;
+        let counters =
+            tokio::time::timeout(GATHER_TIMEOUT, counters_text(&settings, &mut redis)).await;
+        {
+            let mut s = snap.lock().unwrap_or_else(|e| e.into_inner());
+            let fresh = hops.is_ok() || matches!(counters, Ok(Some(_)));
+            if let Ok(t) = hops {
+                s.hops = t;
+            }
+            match counters {
+                Ok(Some(t)) => s.counters = t,
+                // The connection may be wedged on a server that went away: a fresh one next.
+                Ok(None) | Err(_) => redis = None,
+            }
+            if fresh {
+                s.at = Some(Instant::now());
+            }
+        }
+        tokio::time::sleep(REFRESH).await;
+    }
+}
+
+/// Queue lag: messages waiting or unacked in each hop's stream, and its dead letters.
+async fn hops_text(s: &Settings, client: &async_nats::Client) -> String {
+    let stats = hop_stats(client, &s.cluster).await;
+    let mut out = String::from("# TYPE trawl_queue_pending_messages gauge\n");
+    for h in &stats {
+        out.push_str(&format!(
+            "trawl_queue_pending_messages{{hop=\"{}\"}} {}\n",
+            h.hop, h.pending
+        ));
+    }
+    for h in &stats {
+        out.push_str(&format!(
+            "trawl_queue_dead_letters{{hop=\"{}\"}} {}\n",
+            h.hop, h.dead_letters
+        ));
+    }
+    out
+}
+
+/// The crawl's shared counters (pages by status, robots blocks, duplicates, errors by
+/// kind), over one connection kept between gatherings. Per-host budgets are left out: one
+/// series per host would grow without bound.
+async fn counters_text(s: &Settings, redis: &mut Option<ConnectionManager>) -> Option<String> {
+    if redis.is_none() {
+        *redis = crate::redis_conn::connect(&s.cluster.redis_url).await.ok();
+    }
+    let counters: BTreeMap<String, i64> = redis::cmd("HGETALL")
+        .arg(format!("trawl:{{{}}}:counters", s.process.crawl))
+        .query_async(redis.as_mut()?)
+        .within()
+        .await
+        .ok()?;
+    let mut out = String::from("# TYPE trawl_crawl_events_total counter\n");
+    for (k, v) in Counters::from_map(&counters).figures() {
+        out.push_str(&format!("trawl_crawl_events_total{{event=\"{k}\"}} {v}\n"));
+    }
+    Some(out)
+}
