@@ -122,14 +122,23 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
             .unwrap();
         assert_eq!(r.status(), 200, "port {port}");
     }
-    let metrics = http
-        .get(format!("http://127.0.0.1:{}/metrics", ports[5]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    // /metrics serves a snapshot refreshed every 5 s: the drained crawl's counters appear
+    // in the next one.
+    let mut metrics = String::new();
+    for _ in 0..40 {
+        metrics = http
+            .get(format!("http://127.0.0.1:{}/metrics", ports[5]))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("trawl_crawl_events_total{event=\"pages.total\"}") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     assert!(
         metrics.contains("trawl_queue_pending_messages{hop=\"fetch\"} 0"),
         "{metrics}"

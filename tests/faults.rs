@@ -407,3 +407,68 @@ fn a_full_disk_leaves_no_torn_line() {
         "the sink knows where the file ends"
     );
 }
+
+/// The WARC files on a disk that fills up mid-crawl: the crawl stops with the WARC error
+/// instead of going on without archives, and no page in `pages.jsonl` points at a record
+/// that was not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_warc_disk_stops_the_crawl() {
+    let out = tempfile::tempdir().unwrap();
+    let warc_dir = out.path().join("warc");
+    std::fs::create_dir_all(&warc_dir).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&warc_dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(warc_dir.clone());
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        pages: 200,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let o = options(&[site.url("/page/1")], out.path());
+    let err = trawl::crawl(o)
+        .await
+        .expect_err("the crawl stops when the WARC disk is full");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("WARC"), "{msg}");
+    let ps = pages(out.path());
+    assert!(ps.len() < 200, "it stopped early ({} pages)", ps.len());
+    let archived: std::collections::BTreeSet<String> =
+        trawl_fetcher::warcout::list_warc_files(&warc_dir)
+            .unwrap()
+            .iter()
+            .flat_map(|f| {
+                let mut ids = Vec::new();
+                if let Ok(r) = warc::WarcReader::from_path_gzip(f) {
+                    for rec in r.iter_records().flatten() {
+                        ids.push(rec.warc_id().to_string());
+                    }
+                }
+                ids
+            })
+            .collect();
+    for p in &ps {
+        if let Some(id) = p["response"]["warc"]["record_id"].as_str() {
+            assert!(
+                archived.contains(id),
+                "{} points at a record not written",
+                p["url"]
+            );
+        }
+    }
+}

@@ -56,7 +56,13 @@ pub fn inspect(dir: &Path) -> StoreResult<DirState> {
     };
     let mut names = Vec::new();
     for e in entries {
-        names.push(e?.file_name().to_string_lossy().into_owned());
+        let e = e?;
+        // An empty directory holds nothing to lose: `warc/` made ready as the mount point of
+        // another disk for the archives is a fresh start, not someone else's files.
+        if e.file_type()?.is_dir() && std::fs::read_dir(e.path())?.next().is_none() {
+            continue;
+        }
+        names.push(e.file_name().to_string_lossy().into_owned());
     }
     names.sort();
     let foreign: Vec<String> = names
@@ -117,4 +123,20 @@ pub fn remove_outputs(dir: &Path) -> StoreResult<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_directories_hold_nothing_to_lose() {
+        let d = std::env::temp_dir().join(format!("trawl-dir-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("warc")).unwrap();
+        std::fs::create_dir_all(d.join("mnt")).unwrap();
+        assert_eq!(inspect(&d).unwrap(), DirState::Empty);
+        std::fs::write(d.join("mnt/notes.txt"), "mine").unwrap();
+        assert_eq!(inspect(&d).unwrap(), DirState::Foreign(vec!["mnt".into()]));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -47,6 +47,9 @@ pub enum FetchError {
     State(#[from] CoreError),
     #[error("HTTP client setup: {0}")]
     Client(String),
+    /// The WARC writer failed: no page is handed on unarchived.
+    #[error("WARC output failed: {0}")]
+    Warc(String),
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +282,11 @@ impl Fetcher {
     pub fn with_history(mut self, history: Arc<dyn trawl_core::history::History>) -> Self {
         self.history = Some(history);
         self
+    }
+
+    /// Why the WARC writer stopped, if it has.
+    pub fn warc_failure(&self) -> Option<String> {
+        self.warc.as_ref()?.failure()
     }
 
     pub fn state(&self) -> &Arc<dyn State> {

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use sha1::{Digest, Sha1};
@@ -93,7 +94,11 @@ pub struct Revisit {
 }
 
 enum Cmd {
-    Write(Box<Exchange>),
+    /// An exchange to archive, and where to say whether it is on disk.
+    Write(
+        Box<Exchange>,
+        tokio::sync::oneshot::Sender<Result<(), String>>,
+    ),
     Close,
 }
 
@@ -111,14 +116,39 @@ pub enum WarcError {
 #[derive(Clone)]
 pub struct WarcHandle {
     tx: mpsc::Sender<Cmd>,
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl WarcHandle {
+    /// Archives the exchange; returns once it is written and flushed (a page points at
+    /// its record only when the record is there).
     pub async fn write(&self, ex: Exchange) -> Result<(), WarcError> {
+        let (done, written) = tokio::sync::oneshot::channel();
         self.tx
-            .send(Cmd::Write(Box::new(ex)))
+            .send(Cmd::Write(Box::new(ex), done))
             .await
-            .map_err(|_| WarcError::Stopped)
+            .map_err(|_| WarcError::Stopped)?;
+        match written.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(WarcError::Record(e)),
+            Err(_) => Err(WarcError::Stopped),
+        }
+    }
+
+    /// Why the writer stopped, once it has failed (a full disk, a write error): the
+    /// fetchers stop rather than crawl on without archives.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(e) = self
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Some(e);
+        }
+        self.tx
+            .is_closed()
+            .then(|| "the WARC writer stopped".to_string())
     }
 }
 
@@ -132,20 +162,34 @@ impl WarcWriterTask {
     pub fn start(cfg: WarcConfig) -> Result<Self, WarcError> {
         std::fs::create_dir_all(&cfg.dir)?;
         let (tx, mut rx) = mpsc::channel::<Cmd>(256);
+        let failed: Arc<Mutex<Option<String>>> = Arc::default();
+        let failure = failed.clone();
         let thread = std::thread::Builder::new()
             .name("warc-writer".into())
             .spawn(move || {
                 let mut out = RotatingFile::new(cfg);
-                while let Some(cmd) = rx.blocking_recv() {
-                    match cmd {
-                        Cmd::Write(ex) => out.write_exchange(&ex)?,
-                        Cmd::Close => break,
+                let result = (|| {
+                    while let Some(cmd) = rx.blocking_recv() {
+                        match cmd {
+                            Cmd::Write(ex, done) => {
+                                let r = out.write_exchange(&ex);
+                                let _ =
+                                    done.send(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+                                r?
+                            }
+                            Cmd::Close => break,
+                        }
                     }
+                    out.finish()
+                })();
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "the WARC writer stopped");
+                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
                 }
-                out.finish()
+                result
             })?;
         Ok(Self {
-            handle: WarcHandle { tx },
+            handle: WarcHandle { tx, failed },
             thread,
         })
     }

@@ -75,6 +75,11 @@ async fn handle(
 ) -> Result<(), FetchError> {
     let state = fetcher.state();
     let out = fetcher.fetch(&job).await?;
+    // Nothing is handed on unarchived: the job stays unacked (redelivered after a restart,
+    // fetched again on a resume) and the stage stops naming the cause.
+    if let Some(e) = fetcher.warc_failure() {
+        return Err(FetchError::Warc(e));
+    }
     if !out.discovered.is_empty() {
         publish(
             discovered,
