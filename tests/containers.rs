@@ -84,6 +84,9 @@ impl Stack {
             .args(args)
             .env("TRAWL_DATA_DIR", &self.data)
             .env("TRAWL_CRAWL", &self.crawl)
+            // The killed fetcher's job and host come back within seconds.
+            .env("TRAWL_ACK_WAIT_S", "5")
+            .env("TRAWL_CLAIM_TTL_S", "5")
             .output()
             .unwrap()
     }
