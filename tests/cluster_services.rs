@@ -329,13 +329,7 @@ fn start_redis(dir: &std::path::Path, port: u16) -> Option<Child> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(c);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
+    support::services::listening(c, port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -173,13 +173,7 @@ fn start_nats(dir: &std::path::Path, port: u16) -> Option<std::process::Child> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(c);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
+    support::services::listening(c, port)
 }
 
 /// The URLs of every line the indexers wrote (`pages-*.jsonl`).

@@ -97,3 +97,15 @@ pub fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
         .spawn()
         .unwrap()
 }
+
+/// A server process the test started, once it takes connections on `port` (5 s at most);
+/// `None` if it never does.
+pub fn listening(child: Child, port: u16) -> Option<Child> {
+    for _ in 0..250 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(child);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}

@@ -276,6 +276,22 @@ async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyho
     }
 }
 
+/// Whether the crawl needs no end-of-crawl check (not a re-crawl) or has run it.
+async fn rechecked(c: &ClusterSettings, crawl: &str) -> anyhow::Result<bool> {
+    let spec = trawl_cluster::spec::get(&c.redis_url, crawl)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    Ok(match spec.and_then(|s| s.since) {
+        Some(_) => {
+            RedisHistory::connect(&c.redis_url, crawl)
+                .await?
+                .checked()
+                .await?
+        }
+        None => true,
+    })
+}
+
 pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> {
     let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
     let stats = hop_stats(&client, c).await;
@@ -287,32 +303,23 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     let state = RedisState::connect(&c.redis_url, crawl, 1, 1, 1)
         .await
         .context("connecting to Redis")?;
-    // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs.
-    let spec = trawl_cluster::spec::get(&c.redis_url, crawl)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let rechecked = match spec.and_then(|s| s.since) {
-        Some(_) => {
-            RedisHistory::connect(&c.redis_url, crawl)
-                .await?
-                .checked()
-                .await?
-        }
-        None => true,
-    };
     let counters = state.counters().await?;
     let typed = Counters::from_map(&counters);
+    let cluster = c;
     let c = |k: Counter| typed.get(&k);
     let queued_urls = state.queued().await?;
     let host_claims = state.claims().await?;
+    let idle = pending
+        .iter()
+        .all(|(hop, n)| *n == 0 || !trawl_core::pipeline::is_crawl_hop(hop))
+        && queued_urls == 0
+        && host_claims == 0;
+    // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs
+    // (asked only once nothing else is left: `--wait` polls this).
+    let drained = idle && rechecked(cluster, crawl).await?;
     Ok(Status {
         crawl: crawl.to_string(),
-        drained: pending
-            .iter()
-            .all(|(hop, n)| *n == 0 || !trawl_core::pipeline::is_crawl_hop(hop))
-            && queued_urls == 0
-            && host_claims == 0
-            && rechecked,
+        drained,
         pending,
         queued_urls,
         host_claims,

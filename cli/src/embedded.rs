@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::task::JoinHandle;
 use trawl_core::counters::Counters;
-use trawl_core::history::{History, MemoryUnlinked, Unlinked};
+use trawl_core::history::{MemoryUnlinked, Unlinked};
 use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
@@ -336,7 +336,6 @@ struct Pipeline {
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,
-    memory: Arc<MemoryState>,
     crawl: String,
     /// A re-crawl's end-of-crawl check of the earlier crawl's URLs, until it is done.
     recheck: Option<Recheck>,
@@ -531,7 +530,6 @@ impl Pipeline {
             index_task,
             journal_task: Some(journal_task),
             started_at,
-            memory,
             crawl: plan.spec.crawl.clone(),
             recheck,
             webhook,
@@ -542,39 +540,14 @@ impl Pipeline {
     /// Offers the earlier crawl's URLs this crawl has not seen to the frontier; returns
     /// how many.
     async fn recheck(&self, r: Recheck) -> anyhow::Result<usize> {
-        let missing: Vec<trawl_core::DiscoveredUrl> = r
-            .history
-            .known()
-            .await?
-            .into_iter()
-            .filter(|(u, _, _)| !self.memory.is_seen(u))
-            .map(|(url, depth, kind)| trawl_core::DiscoveredUrl {
-                url,
-                depth,
-                kind,
-                lastmod: None,
-            })
-            .collect();
-        let urls: Vec<String> = missing.iter().map(|u| u.url.clone()).collect();
-        r.unlinked.add(&urls).await?;
-        for chunk in missing.chunks(1000) {
-            self.queues
-                .discovered
-                .publish(trawl_core::Discovered {
-                    v: trawl_core::MESSAGE_VERSION,
-                    crawl: self.crawl.clone(),
-                    source: None,
-                    urls: chunk.to_vec(),
-                })
-                .await?;
-        }
-        if !missing.is_empty() {
-            tracing::info!(
-                urls = missing.len(),
-                "checking the earlier crawl's URLs this crawl did not reach"
-            );
-        }
-        Ok(missing.len())
+        Ok(trawl_frontier::recheck::offer_unreached(
+            &self.crawl,
+            &*r.history,
+            &*r.unlinked,
+            &*self.state,
+            &*self.queues.discovered,
+        )
+        .await?)
     }
 
     async fn show(&self, progress: &Progress, started: Instant) {

@@ -443,8 +443,31 @@ pub struct HopStats {
     pub dead_letters: u64,
 }
 
+/// Messages a stream holds (waiting or unacknowledged); a stream not created yet holds
+/// none, any other failure to read it is an error.
+async fn stream_messages(js: &jetstream::Context, name: &str) -> CoreResult<u64> {
+    match js.get_stream(name).await {
+        Ok(mut s) => Ok(s
+            .info()
+            .await
+            .map_err(|e| backend("stream info", e))?
+            .state
+            .messages),
+        Err(e)
+            if matches!(
+                e.kind(),
+                async_nats::jetstream::context::GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
+            ) =>
+        {
+            Ok(0)
+        }
+        Err(e) => Err(backend("stream", e)),
+    }
+}
+
 /// Messages waiting or unacknowledged on the crawl hops (not `changed`); an error when a
-/// stream's count cannot be read (a stream not created yet holds none).
+/// stream's count cannot be read.
 pub async fn crawl_backlog(
     client: &async_nats::Client,
     cluster: &ClusterSettings,
@@ -452,22 +475,9 @@ pub async fn crawl_backlog(
     let js = jetstream::new(client.clone());
     let mut total = 0;
     for (hop, stage) in trawl_core::pipeline::HOPS {
-        if !trawl_core::pipeline::is_crawl_hop(hop) {
-            continue;
-        }
-        let q = QueueConfig::from_settings(cluster, hop, stage);
-        match js.get_stream(&q.stream).await {
-            Ok(mut s) => {
-                let info = s.info().await.map_err(|e| backend("stream info", e))?;
-                total += info.state.messages;
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    async_nats::jetstream::context::GetStreamErrorKind::JetStream(j)
-                        if j.error_code() == async_nats::jetstream::ErrorCode::STREAM_NOT_FOUND
-                ) => {}
-            Err(e) => return Err(backend("stream", e)),
+        if trawl_core::pipeline::is_crawl_hop(hop) {
+            let q = QueueConfig::from_settings(cluster, hop, stage);
+            total += stream_messages(&js, &q.stream).await?;
         }
     }
     Ok(total)
@@ -479,12 +489,10 @@ pub async fn hop_stats(client: &async_nats::Client, cluster: &ClusterSettings) -
     let mut out = Vec::new();
     for (hop, stage) in trawl_core::pipeline::HOPS {
         let q = QueueConfig::from_settings(cluster, hop, stage);
-        let count = async |name: &str| match js.get_stream(name).await {
-            Ok(mut s) => s.info().await.map(|i| i.state.messages).unwrap_or(0),
-            Err(_) => 0,
-        };
-        let pending = count(&q.stream).await;
-        let dead_letters = count(&q.dead_letter_stream).await;
+        let pending = stream_messages(&js, &q.stream).await.unwrap_or(0);
+        let dead_letters = stream_messages(&js, &q.dead_letter_stream)
+            .await
+            .unwrap_or(0);
         out.push(HopStats {
             hop,
             pending,

@@ -71,35 +71,57 @@ impl Recheck {
                 }
             };
         }
-        let mut missing = Vec::new();
-        for (url, depth, kind) in self.history.known().await? {
-            if !state.seen_contains(&url).await? {
-                missing.push(DiscoveredUrl {
-                    url,
-                    depth,
-                    kind,
-                    lastmod: None,
-                });
-            }
+        offer_unreached(
+            &self.crawl,
+            &*self.history,
+            &*self.unlinked,
+            &*state,
+            &*discovered,
+        )
+        .await?;
+        self.unlinked.mark_checked().await
+    }
+}
+
+/// Offers the earlier crawl's URLs this crawl has not seen to the frontier, each marked
+/// unlinked first (the indexer may see the page before the batch is acked); returns how
+/// many. Both runtimes' end-of-crawl checks end here.
+pub async fn offer_unreached(
+    crawl: &str,
+    history: &dyn History,
+    unlinked: &dyn Unlinked,
+    state: &dyn State,
+    discovered: &dyn Queue<Discovered>,
+) -> Result<usize, CoreError> {
+    let mut missing = Vec::new();
+    for (url, depth, kind) in history.known().await? {
+        if !state.seen_contains(&url).await? {
+            missing.push(DiscoveredUrl {
+                url,
+                depth,
+                kind,
+                lastmod: None,
+            });
         }
+    }
+    if !missing.is_empty() {
         tracing::info!(
-            crawl = %self.crawl,
+            crawl,
             urls = missing.len(),
             "checking the earlier crawl's URLs this crawl did not reach"
         );
-        for chunk in missing.chunks(1000) {
-            // Marked before they are offered: the indexer may see the page first.
-            let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
-            self.unlinked.add(&urls).await?;
-            discovered
-                .publish(Discovered {
-                    v: MESSAGE_VERSION,
-                    crawl: self.crawl.clone(),
-                    source: None,
-                    urls: chunk.to_vec(),
-                })
-                .await?;
-        }
-        self.unlinked.mark_checked().await
     }
+    for chunk in missing.chunks(1000) {
+        let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
+        unlinked.add(&urls).await?;
+        discovered
+            .publish(Discovered {
+                v: MESSAGE_VERSION,
+                crawl: crawl.to_string(),
+                source: None,
+                urls: chunk.to_vec(),
+            })
+            .await?;
+    }
+    Ok(missing.len())
 }
