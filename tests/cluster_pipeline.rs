@@ -116,6 +116,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             max_pages_per_host: 0,
             traps: trawl_frontier::TrapConfig::default(),
             normalizer: normalizer.clone(),
+            robots_agent: "trawl".into(),
         },
         state.clone() as Arc<dyn State>,
     ));
@@ -199,9 +200,18 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             boilerplate: None,
         };
         tasks.spawn(async move {
-            trawl_extractor::run_worker(i, o, d, dedup, None, s)
-                .await
-                .map_err(|e| e.to_string())
+            trawl_extractor::run_worker(
+                i,
+                o,
+                d,
+                trawl_extractor::ExtractorConfig {
+                    dedup,
+                    ..Default::default()
+                },
+                s,
+            )
+            .await
+            .map_err(|e| e.to_string())
         });
     }
     {

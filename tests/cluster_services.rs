@@ -12,6 +12,21 @@ use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_
 use support::{cleanup, max_overlap, min_gap_ms, options};
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
+/// Every line of every `pages-*.jsonl` in `path`.
+fn all_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(path).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("pages") && name.ends_with(".jsonl") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                out.push(serde_json::from_str(l).unwrap());
+            }
+        }
+    }
+    out
+}
+
 fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(path).unwrap() {
@@ -463,14 +478,35 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 1, "{report}");
 
-    // Page 2 is dead-lettered (its links were never read, so page 3 was not reached);
-    // pages 1 and 4 to 8 are written.
+    // Page 2 is dead-lettered (its links were never read, so page 3 was not reached),
+    // and still has its line, marked; pages 1 and 4 to 8 are written as usual.
     let written = pages(out.path());
     let got: Vec<String> = written
         .keys()
         .filter_map(|u| u.rsplit_once("/page/").map(|(_, n)| n.to_string()))
         .collect();
-    assert_eq!(got, ["1", "4", "5", "6", "7", "8"], "{written:?}");
+    assert_eq!(got, ["1", "2", "4", "5", "6", "7", "8"], "{written:?}");
+    let lines = all_lines(out.path());
+    let dead: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["error"]["kind"] == "dead_lettered")
+        .collect();
+    assert_eq!(dead.len(), 1, "{lines:?}");
+    assert!(
+        dead[0]["url"].as_str().unwrap().ends_with("/page/2"),
+        "{}",
+        dead[0]
+    );
+    let why = dead[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        why.contains("fetched hop") && why.contains("3 deliveries"),
+        "{why}"
+    );
+    assert_eq!(
+        report["pages_indexed"].as_u64().unwrap() as usize,
+        lines.len(),
+        "the dead-lettered page counted like any other: {report}"
+    );
     let dlq = Command::new(&paths[0])
         .args(["dlq", "list", "extractor"])
         .env("TRAWL_CRAWL", &crawl)

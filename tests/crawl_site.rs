@@ -58,8 +58,17 @@ async fn crawls_the_site_once_per_url_and_honours_robots_and_scope() {
     assert!(p1["fetched_at"].as_str().unwrap().ends_with('Z'));
     assert!(p1["links_found"].as_u64().unwrap() >= 5);
     assert_eq!(p1["redirects"][0]["status"], 200);
-    let private = page(&pages, "/private/secret");
-    assert_eq!(error_kind(private), Some("robots_disallowed"));
+    // Links robots.txt disallows are turned away before admission: counted, no line.
+    assert!(
+        !pages
+            .iter()
+            .any(|p| p["url"].as_str().unwrap().contains("/private/")),
+        "a disallowed link was admitted: {:?}",
+        pages
+            .iter()
+            .filter(|p| p["url"].as_str().unwrap().contains("/private/"))
+            .collect::<Vec<_>>()
+    );
 
     // One record per fetched URL, no duplicates.
     let mut urls: Vec<&str> = pages.iter().map(|p| p["url"].as_str().unwrap()).collect();
@@ -72,6 +81,10 @@ async fn crawls_the_site_once_per_url_and_honours_robots_and_scope() {
     assert_eq!(r["pages"].as_i64().unwrap() as usize, pages.len());
     assert_eq!(rep.pages as usize, pages.len());
     assert!(r["robots_blocked"].as_i64().unwrap() >= 2, "{r}");
+    assert!(
+        r["frontier"]["robots_blocked"].as_i64().unwrap() >= 2,
+        "{r}"
+    );
     assert!(r["out_of_scope"].as_i64().unwrap() >= 1, "{r}");
     assert_eq!(
         r["status"]["2xx"].as_i64().unwrap() as usize,

@@ -90,6 +90,66 @@ async fn a_sustained_robots_outage_records_the_pages_blocked() {
     );
 }
 
+/// The toolchain docs' case in small: a page that links to many disallowed pages before
+/// the allowed ones. robots.txt is read before admission, so `--max-pages` buys allowed
+/// pages only, and the disallowed ones are counted, not fetched or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_robots_txt_disallows_use_none_of_max_pages() {
+    let docs = tempfile::tempdir().unwrap();
+    let mut links = String::new();
+    for i in 0..30 {
+        links.push_str(&format!(
+            "<li><a href=\"/old/{i}.html\">old edition {i}</a></li>"
+        ));
+    }
+    for i in 0..10 {
+        links.push_str(&format!(
+            "<li><a href=\"/new/{i}.html\">chapter {i}</a></li>"
+        ));
+    }
+    let html = |title: &str, body: &str| {
+        format!(
+            "<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{body} It has a paragraph of words.</p>{links}</main></body></html>"
+        )
+    };
+    for dir in ["old", "new"] {
+        std::fs::create_dir_all(docs.path().join(dir)).unwrap();
+        for i in 0..30 {
+            let page = html(&format!("{dir} {i}"), &format!("This is {dir} page {i}."));
+            std::fs::write(docs.path().join(format!("{dir}/{i}.html")), page).unwrap();
+        }
+    }
+    std::fs::write(docs.path().join("index.html"), html("Index", "The index.")).unwrap();
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Body("User-agent: *\nDisallow: /old/\n".into()),
+        dir: Some(docs.path().to_path_buf()),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&[site.url("/index.html")], out.path());
+    o.crawl.max_pages = 11;
+    trawl::crawl(o).await.unwrap();
+    let ps = pages(out.path());
+    let fetched: Vec<&str> = ps.iter().map(|p| p["url"].as_str().unwrap()).collect();
+    assert_eq!(
+        ps.len(),
+        11,
+        "the index and the 10 allowed chapters: {fetched:?}"
+    );
+    assert!(ps.iter().all(|p| p["status"] == 200), "{fetched:?}");
+    assert!(fetched.iter().all(|u| !u.contains("/old/")), "{fetched:?}");
+    assert!(
+        site.hits("/old/").is_empty(),
+        "a disallowed page was requested"
+    );
+    let r = report(out.path());
+    assert_eq!(r["frontier"]["robots_blocked"], 30, "{r}");
+    assert_eq!(r["robots_blocked"], 30, "{r}");
+    assert_eq!(r["frontier"]["max_pages_reached"], 0, "{r}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_the_full_frontier_turns_away_is_recorded() {
     let site = TestSite::start(SiteConfig::default()).await.unwrap();

@@ -309,11 +309,14 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     let c = |k: Counter| typed.get(&k);
     let queued_urls = state.queued().await?;
     let host_claims = state.claims().await?;
+    // A dead-lettered page is done once the indexers have written its line.
+    let dead_unwritten = trawl_cluster::dead_pages::pending(&client, cluster, crawl).await?;
     let idle = pending
         .iter()
         .all(|(hop, n)| *n == 0 || !trawl_core::pipeline::is_crawl_hop(hop))
         && queued_urls == 0
-        && host_claims == 0;
+        && host_claims == 0
+        && dead_unwritten == 0;
     // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs
     // (asked only once nothing else is left: `--wait` polls this).
     let drained = idle && rechecked(cluster, crawl).await?;

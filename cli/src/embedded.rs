@@ -281,6 +281,12 @@ struct MemoryHops {
     docs: Arc<MemoryQueue<Doc>>,
 }
 
+/// The bodies waiting for extraction, at most: pages are cut at the 8 MiB extraction reads
+/// (sitemaps at 50 MiB), so 256 messages could otherwise hold gigabytes.
+const FETCHED_BYTES: usize = 256 << 20;
+/// The text and Markdown of records waiting for the writer, at most.
+const DOCS_BYTES: usize = 128 << 20;
+
 impl MemoryHops {
     fn new(concurrency: usize, tracker: &WorkTracker, journal: &Journal, first_id: u64) -> Self {
         MemoryHops {
@@ -290,8 +296,18 @@ impl MemoryHops {
                 first_id,
             )),
             fetch: Arc::new(MemoryQueue::new(concurrency * 2, tracker.clone())),
-            fetched: Arc::new(MemoryQueue::new(256, tracker.clone())),
-            docs: Arc::new(MemoryQueue::new(1024, tracker.clone())),
+            fetched: Arc::new(MemoryQueue::with_byte_budget(
+                256,
+                FETCHED_BYTES,
+                |f: &Fetched| f.body.len(),
+                tracker.clone(),
+            )),
+            docs: Arc::new(MemoryQueue::with_byte_budget(
+                1024,
+                DOCS_BYTES,
+                |d: &Doc| d.page.text.len() + d.page.markdown.as_ref().map_or(0, String::len),
+                tracker.clone(),
+            )),
         }
     }
 

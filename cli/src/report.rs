@@ -34,6 +34,12 @@ pub struct FrontierStats {
     pub out_of_scope: i64,
     pub too_deep: i64,
     pub invalid_url: i64,
+    /// URLs robots.txt disallows, turned away before admission (they use no budget).
+    #[serde(default)]
+    pub robots_blocked: i64,
+    /// Links past a page's cap of 50,000, found but not followed.
+    #[serde(default)]
+    pub links_dropped: i64,
     pub traps: BTreeMap<String, i64>,
     pub host_budget_exceeded: i64,
     pub max_pages_reached: i64,
@@ -54,6 +60,8 @@ pub struct CrawlReport {
     pub pages_with_text: i64,
     pub duplicates: DuplicateStats,
     pub status: BTreeMap<String, i64>,
+    /// URLs robots.txt kept the crawl from: turned away at admission, plus pages (and
+    /// redirect targets) the fetcher found disallowed, which have a line.
     pub robots_blocked: i64,
     pub out_of_scope: i64,
     pub redirects: RedirectStats,
@@ -116,7 +124,7 @@ impl CrawlReport {
                 near: get(Counter::DuplicatesNear),
             },
             status: c.statuses(),
-            robots_blocked: get(Counter::RobotsBlocked),
+            robots_blocked: get(Counter::RobotsBlocked) + get(Counter::FrontierRobotsBlocked),
             out_of_scope,
             redirects: RedirectStats {
                 pages_redirected: get(Counter::PagesRedirected),
@@ -136,6 +144,8 @@ impl CrawlReport {
                 out_of_scope: get(Counter::FrontierOutOfScope),
                 too_deep: get(Counter::FrontierTooDeep),
                 invalid_url: get(Counter::FrontierInvalidUrl),
+                robots_blocked: get(Counter::FrontierRobotsBlocked),
+                links_dropped: get(Counter::LinksDropped),
                 traps: c.traps(),
                 host_budget_exceeded: get(Counter::FrontierHostBudget),
                 max_pages_reached: get(Counter::FrontierMaxPages),

@@ -71,7 +71,11 @@ impl QueueConfig {
                 cluster.max_deliver
             },
             ack_wait: Duration::from_secs(cluster.ack_wait_s.max(1)),
-            max_messages: 1_000_000,
+            max_messages: if hop == "fetch" {
+                cluster.fetch_stream_max.max(1)
+            } else {
+                1_000_000
+            },
             dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(hop)),
             dead_letter_subject: format!("{prefix}.dlq.{hop}"),
         }

@@ -2,6 +2,7 @@
 //! interface and the dedup gate in Redis, the crawl spec the services share, and what every
 //! service binary needs (configuration, endpoints, signals).
 
+pub mod dead_pages;
 pub mod endpoints;
 pub mod jetstream;
 pub mod redis_conn;

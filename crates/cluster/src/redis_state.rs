@@ -10,7 +10,8 @@
 //! - `jobs` (seq -> job JSON), `jobhost` (seq -> host), `q:<host>` (seq by priority, one
 //!   zset per host), `byprio` (every queued seq by priority, for eviction), `ready` (hosts
 //!   with work and a free slot by next-allowed time), `host:<host>` (in flight, next allowed),
-//!   `claims:<host>`, `claimexp` and `claimjob` (slots held with their jobs; a claim nobody
+//!   `claims:<host>`, `claimexp` and `claimjob` (slots held with their jobs, by claim id:
+//!   the job's queue sequence number, which travels on the job; a claim nobody renews or
 //!   releases expires, and its job goes back in the queue), `robots:<host>`
 //!   (with a TTL), `counters`.
 
@@ -60,10 +61,13 @@ local function reap(now, per_host)
       if held then
         local bar = string.find(held, '|', 1, true)
         local prio = tonumber(string.sub(held, 1, bar - 1))
-        redis.call('HSET', P .. 'jobs', seq, string.sub(held, bar + 1))
-        redis.call('HSET', P .. 'jobhost', seq, h)
-        redis.call('ZADD', qk(h), prio, seq)
-        redis.call('ZADD', P .. 'byprio', prio, seq)
+        -- Under a new sequence number, which is its next claim's id: the copy that may
+        -- still wait in the fetch stream under the old id can no longer be held.
+        local nseq = string.format('%016x', redis.call('INCR', P .. 'seq'))
+        redis.call('HSET', P .. 'jobs', nseq, string.sub(held, bar + 1))
+        redis.call('HSET', P .. 'jobhost', nseq, h)
+        redis.call('ZADD', qk(h), prio, nseq)
+        redis.call('ZADD', P .. 'byprio', prio, nseq)
         redis.call('HDEL', P .. 'claimjob', seq)
       end
       reschedule(h, per_host)
@@ -120,21 +124,42 @@ redis.call('HINCRBY', hk(h), 'inflight', 1)
 redis.call('ZADD', P .. 'claims:' .. h, now + ttl, seq)
 redis.call('ZADD', P .. 'claimexp', now + ttl, h .. '|' .. seq)
 reschedule(h, per_host)
-return job
+return {seq, job}
 "#;
 
+// With a claim id (ARGV[4]) exactly that claim is released, and one that expired (its
+// slot given back, its job queued again) frees nothing; without, the host's oldest.
 const RELEASE: &str = r#"
-local h, nxt, per_host = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local held = redis.call('ZPOPMIN', P .. 'claims:' .. h)
-if #held > 0 then
-  redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1])
-  redis.call('HDEL', P .. 'claimjob', held[1])
+local h, nxt, per_host, id = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local freed = 1
+if id ~= '' then
+  freed = redis.call('ZREM', P .. 'claims:' .. h, id)
+  redis.call('ZREM', P .. 'claimexp', h .. '|' .. id)
+  redis.call('HDEL', P .. 'claimjob', id)
+else
+  local held = redis.call('ZPOPMIN', P .. 'claims:' .. h)
+  if #held > 0 then
+    redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1])
+    redis.call('HDEL', P .. 'claimjob', held[1])
+  end
 end
-local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
-if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
+if freed == 1 then
+  local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
+  if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
+end
 local cur = tonumber(redis.call('HGET', hk(h), 'next') or '0')
 if nxt > cur then redis.call('HSET', hk(h), 'next', nxt) end
 reschedule(h, per_host)
+return 1
+"#;
+
+/// Renews a claim for another TTL from now; 0 when it is gone (expired and reaped).
+const HOLD: &str = r#"
+local h, id, now, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+reap(now, tonumber(ARGV[5]))
+if not redis.call('ZSCORE', P .. 'claims:' .. h, id) then return 0 end
+redis.call('ZADD', P .. 'claims:' .. h, now + ttl, id)
+redis.call('ZADD', P .. 'claimexp', now + ttl, h .. '|' .. id)
 return 1
 "#;
 
@@ -149,6 +174,7 @@ pub struct RedisState {
     enqueue: Script,
     claim: Script,
     release: Script,
+    hold: Script,
 }
 
 impl RedisState {
@@ -173,6 +199,7 @@ impl RedisState {
             enqueue: script(ENQUEUE),
             claim: script(CLAIM),
             release: script(RELEASE),
+            hold: script(HOLD),
         })
     }
 
@@ -246,7 +273,7 @@ impl State for RedisState {
 
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
         let mut conn = self.conn.clone();
-        let job: Option<String> = self
+        let claimed: Option<(String, String)> = self
             .claim
             .key(&self.prefix)
             .arg(now_ms)
@@ -256,15 +283,38 @@ impl State for RedisState {
             .within()
             .await
             .map_err(|e| backend("claim", e))?;
-        match job {
-            None => Ok(None),
-            Some(j) => serde_json::from_str(&j)
-                .map(|job| Some(Claim { job }))
-                .map_err(|e| backend("decode job", e)),
-        }
+        let Some((id, json)) = claimed else {
+            return Ok(None);
+        };
+        let mut job: FetchJob =
+            serde_json::from_str(&json).map_err(|e| backend("decode job", e))?;
+        job.claim = Some(id);
+        Ok(Some(Claim { job }))
     }
 
-    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()> {
+    async fn hold(&self, host: &str, claim: &str, now_ms: u64) -> CoreResult<bool> {
+        let mut conn = self.conn.clone();
+        let held: i64 = self
+            .hold
+            .key(&self.prefix)
+            .arg(host)
+            .arg(claim)
+            .arg(now_ms)
+            .arg(self.claim_ttl_ms)
+            .arg(self.per_host)
+            .invoke_async(&mut conn)
+            .within()
+            .await
+            .map_err(|e| backend("hold", e))?;
+        Ok(held == 1)
+    }
+
+    async fn release(
+        &self,
+        host: &str,
+        claim: Option<&str>,
+        next_allowed_ms: u64,
+    ) -> CoreResult<()> {
         let mut conn = self.conn.clone();
         let _: i64 = self
             .release
@@ -272,6 +322,7 @@ impl State for RedisState {
             .arg(host)
             .arg(next_allowed_ms)
             .arg(self.per_host)
+            .arg(claim.unwrap_or(""))
             .invoke_async(&mut conn)
             .within()
             .await

@@ -36,6 +36,7 @@ fn job(host: &str, path: &str, priority: i64) -> FetchJob {
         retries: 0,
         lastmod: None,
         robots_wait_since_ms: None,
+        claim: None,
     }
 }
 
@@ -77,7 +78,7 @@ async fn hosts_are_claimed_by_priority_and_politeness() {
     // One slot per host: a's best job and b's job; a's second waits for the release.
     got.sort();
     assert_eq!(got, vec!["http://a/high", "http://b/only"]);
-    s.release("a", 5_000).await.unwrap();
+    s.release("a", None, 5_000).await.unwrap();
     assert_eq!(s.next_ready_ms().await.unwrap(), Some(5_000));
     assert!(
         s.claim(4_999).await.unwrap().is_none(),
@@ -115,7 +116,9 @@ async fn a_full_frontier_evicts_the_lowest_priority() {
     for t in [0, 10_000, 20_000, 30_000] {
         while let Some(c) = s.claim(t).await.unwrap() {
             got.insert(c.job.url.clone());
-            s.release(&c.job.host, t + 1).await.unwrap();
+            s.release(&c.job.host, c.job.claim.as_deref(), t + 1)
+                .await
+                .unwrap();
         }
     }
     assert!(
@@ -139,12 +142,88 @@ async fn a_claim_held_by_a_dead_fetcher_expires() {
     // ...then its slot comes back, and the job it held goes back in the queue (it was
     // never fetched): nothing is lost.
     assert_eq!(s.claim(1_600).await.unwrap().unwrap().job.url, "http://a/1");
-    s.release("a", 0).await.unwrap();
+    s.release("a", None, 0).await.unwrap();
     assert_eq!(s.claim(1_700).await.unwrap().unwrap().job.url, "http://a/2");
-    s.release("a", 0).await.unwrap();
+    s.release("a", None, 0).await.unwrap();
     // Released claims do not come back.
     assert!(s.claim(10_000).await.unwrap().is_none());
     assert_eq!(s.queued().await.unwrap(), 0);
+    s.clear().await.unwrap();
+}
+
+/// Two fetches in flight to one host (two slots): the one that ends first releases its own
+/// claim, not the host's oldest, so the slow one's claim stays held and does not expire
+/// into a second fetch of its job.
+#[tokio::test]
+async fn a_release_frees_the_callers_claim() {
+    let Some(s) = state(100, 2, 500).await else {
+        return;
+    };
+    s.enqueue(job("a", "/slow", 1)).await.unwrap();
+    s.enqueue(job("a", "/fast", 2)).await.unwrap();
+    let slow = s.claim(1_000).await.unwrap().unwrap().job;
+    let fast = s.claim(1_000).await.unwrap().unwrap().job;
+    assert_eq!(
+        (slow.url.as_str(), fast.url.as_str()),
+        ("http://a/slow", "http://a/fast")
+    );
+    assert_ne!(slow.claim, fast.claim);
+    s.release("a", fast.claim.as_deref(), 0).await.unwrap();
+    assert!(
+        s.hold("a", slow.claim.as_deref().unwrap(), 1_200)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !s.hold("a", fast.claim.as_deref().unwrap(), 1_200)
+            .await
+            .unwrap(),
+        "a released claim is not held"
+    );
+    // Past the first TTL, yet renewed at 1,200: nothing expires, nothing is queued again.
+    assert!(s.claim(1_600).await.unwrap().is_none());
+    assert_eq!(s.queued().await.unwrap(), 0);
+    s.release("a", slow.claim.as_deref(), 0).await.unwrap();
+    assert_eq!(s.claims().await.unwrap(), 0);
+    s.clear().await.unwrap();
+}
+
+/// A job that waited in the fetch stream past its claim's TTL: the expiry queued it again,
+/// and it is claimed anew under another id; the stale copy cannot be held, so it is not
+/// fetched a second time, and its late release frees nobody else's slot.
+#[tokio::test]
+async fn an_expired_claim_cannot_be_held_or_released_twice() {
+    let Some(s) = state(100, 1, 500).await else {
+        return;
+    };
+    s.enqueue(job("a", "/1", 1)).await.unwrap();
+    let stale = s.claim(1_000).await.unwrap().unwrap().job;
+    let fresh = s.claim(1_600).await.unwrap().unwrap().job;
+    assert_eq!(fresh.url, stale.url, "queued again and claimed again");
+    assert_ne!(fresh.claim, stale.claim);
+    assert!(
+        !s.hold("a", stale.claim.as_deref().unwrap(), 1_700)
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.hold("a", fresh.claim.as_deref().unwrap(), 1_700)
+            .await
+            .unwrap()
+    );
+    s.release("a", stale.claim.as_deref(), 0).await.unwrap();
+    assert_eq!(
+        s.claims().await.unwrap(),
+        1,
+        "the fresh claim is still held"
+    );
+    s.enqueue(job("a", "/2", 2)).await.unwrap();
+    assert!(
+        s.claim(1_800).await.unwrap().is_none(),
+        "one slot, still taken by the fresh claim"
+    );
+    s.release("a", fresh.claim.as_deref(), 0).await.unwrap();
+    assert_eq!(s.claim(1_900).await.unwrap().unwrap().job.url, "http://a/2");
     s.clear().await.unwrap();
 }
 
@@ -189,7 +268,9 @@ async fn concurrent_claimers_never_exceed_the_per_host_slots() {
                         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                         *f.lock().unwrap().get_mut(&cl.job.host).unwrap() -= 1;
                         c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        s.release(&cl.job.host, 0).await.unwrap();
+                        s.release(&cl.job.host, cl.job.claim.as_deref(), 0)
+                            .await
+                            .unwrap();
                     }
                     None if s.queued().await.unwrap() == 0 => return,
                     None => tokio::task::yield_now().await,

@@ -23,6 +23,8 @@ pub enum Counter {
     FrontierRejectedFull,
     /// URLs counted against `max_pages`.
     FrontierAdmitted,
+    /// URLs their host's robots.txt disallows, turned away before admission.
+    FrontierRobotsBlocked,
     /// URLs turned away as a spider trap of this kind (`url_too_long`, ...).
     FrontierTrap(String),
     /// Pages admitted for one host: its `max_pages_per_host` budget, not a report figure.
@@ -35,6 +37,9 @@ pub enum Counter {
     /// Jobs to re-queue (a 429/503 retry, a robots.txt wait) that the full frontier turned
     /// away: recorded as failed pages (`retry_rejected`).
     RetriesRejected,
+    /// Jobs whose host claim expired while they waited in the fetch stream: not fetched,
+    /// since the expiry put them back in the queue (the cluster).
+    ClaimsExpired,
     /// Redirects that left the crawl's scope.
     RedirectOutOfScope,
     /// 429/503 retries.
@@ -56,6 +61,8 @@ pub enum Counter {
     PagesByChange(String),
     /// Pages reached through at least one redirect.
     PagesRedirected,
+    /// Links found past the per-page cap and not followed, summed.
+    LinksDropped,
     /// Redirect hops followed, summed.
     RedirectHops,
     PagesWithText,
@@ -72,7 +79,7 @@ pub enum Counter {
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 27] = [
+const FIXED: [(Counter, &str); 30] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -82,9 +89,11 @@ const FIXED: [(Counter, &str); 27] = [
     (Counter::FrontierEvicted, "frontier.evicted"),
     (Counter::FrontierRejectedFull, "frontier.rejected_full"),
     (Counter::FrontierAdmitted, "frontier.admitted"),
+    (Counter::FrontierRobotsBlocked, "frontier.robots_blocked"),
     (Counter::RobotsBlocked, "fetcher.robots_blocked"),
     (Counter::RobotsWaits, "fetcher.robots_waits"),
     (Counter::RetriesRejected, "fetcher.retries_rejected"),
+    (Counter::ClaimsExpired, "fetcher.claims_expired"),
     (Counter::RedirectOutOfScope, "fetcher.redirect_out_of_scope"),
     (Counter::Retries, "fetcher.retries"),
     (Counter::Requests, "fetcher.requests"),
@@ -92,6 +101,7 @@ const FIXED: [(Counter, &str); 27] = [
     (Counter::RedirectToSeen, "fetcher.redirect_to_seen"),
     (Counter::Pages, "pages.total"),
     (Counter::PagesRedirected, "pages.redirected"),
+    (Counter::LinksDropped, "pages.links_dropped"),
     (Counter::RedirectHops, "pages.redirect_hops"),
     (Counter::PagesWithText, "pages.with_text"),
     (Counter::WireBytes, "pages.wire_bytes"),

@@ -61,6 +61,10 @@ pub struct FetchJob {
     /// Since when (ms) the job has waited for its host's robots.txt to be reachable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub robots_wait_since_ms: Option<u64>,
+    /// The host slot this job holds, when the state names its claims (the cluster's):
+    /// the fetcher renews it when it takes the job and releases exactly this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
 }
 
 /// One hop of a redirect chain (the final response is a hop too).
@@ -164,6 +168,9 @@ pub struct PageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<ArchiveSource>,
     pub links_found: usize,
+    /// Links past the per-page cap (`MAX_LINKS_PER_PAGE`), found but not followed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub links_dropped: u32,
     /// Lines dropped from `text` as the host's boilerplate (seen on many of its pages).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub boilerplate_lines: u32,
@@ -301,6 +308,7 @@ mod tests {
                     retries: 0,
                     lastmod: None,
                     robots_wait_since_ms: None,
+                    claim: None,
                 },
                 final_url: "http://a/".into(),
                 status: 200,

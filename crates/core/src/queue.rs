@@ -1,8 +1,9 @@
 //! The queue interface every hop uses, shaped after JetStream work queues with pull
 //! consumers: publish, pull a batch, then ack, nak with a delay, or terminate each delivery.
 //!
-//! The in-memory implementation bounds ready + unacknowledged messages, so a fast producer
-//! waits for a slow consumer (back-pressure) instead of growing memory.
+//! The in-memory implementation bounds ready + unacknowledged messages, and optionally
+//! their bytes, so a fast producer waits for a slow consumer (back-pressure) instead of
+//! growing memory.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -47,6 +48,17 @@ pub trait Queue<M: Send + 'static>: Send + Sync {
 struct Slot<M> {
     msg: M,
     attempt: u32,
+    /// KiB of the byte budget this message holds until it is acked or terminated.
+    kib: u32,
+}
+
+/// A queue's byte budget: a message's weight (its body, say) in KiB permits, taken when
+/// it is published and given back when it is done. One message heavier than the whole
+/// budget takes all of it, so it waits for an empty queue instead of forever.
+struct ByteBudget<M> {
+    permits: Arc<Semaphore>,
+    max_kib: u32,
+    weigh: fn(&M) -> usize,
 }
 
 struct Inner<M> {
@@ -63,10 +75,30 @@ pub struct MemoryQueue<M> {
     inner: Mutex<Inner<M>>,
     notify: Notify,
     capacity: Arc<Semaphore>,
+    bytes: Option<ByteBudget<M>>,
     tracker: WorkTracker,
 }
 
 impl<M> MemoryQueue<M> {
+    /// At most `capacity` messages, and at most `budget_bytes` of them as `weigh` counts.
+    pub fn with_byte_budget(
+        capacity: usize,
+        budget_bytes: usize,
+        weigh: fn(&M) -> usize,
+        tracker: WorkTracker,
+    ) -> Self {
+        let max_kib =
+            (budget_bytes / 1024).clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize)) as u32;
+        Self {
+            bytes: Some(ByteBudget {
+                permits: Arc::new(Semaphore::new(max_kib as usize)),
+                max_kib,
+                weigh,
+            }),
+            ..Self::new(capacity, tracker)
+        }
+    }
+
     pub fn new(capacity: usize, tracker: WorkTracker) -> Self {
         Self {
             inner: Mutex::new(Inner {
@@ -78,6 +110,7 @@ impl<M> MemoryQueue<M> {
             }),
             notify: Notify::new(),
             capacity: Arc::new(Semaphore::new(capacity.max(1))),
+            bytes: None,
             tracker,
         }
     }
@@ -87,6 +120,9 @@ impl<M> MemoryQueue<M> {
         self.lock().closed = true;
         self.notify.notify_waiters();
         self.capacity.close();
+        if let Some(b) = &self.bytes {
+            b.permits.close();
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner<M>> {
@@ -98,7 +134,10 @@ impl<M> MemoryQueue<M> {
     fn finish(&self, id: u64) -> CoreResult<()> {
         let removed = self.lock().unacked.remove(&id);
         match removed {
-            Some(_) => {
+            Some(slot) => {
+                if let Some(b) = &self.bytes {
+                    b.permits.add_permits(slot.kib as usize);
+                }
                 self.capacity.add_permits(1);
                 self.tracker.done(1);
                 Ok(())
@@ -131,6 +170,17 @@ impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
             .await
             .map_err(|_| CoreError::Closed)?;
         permit.forget();
+        let mut kib = 0;
+        if let Some(b) = &self.bytes {
+            kib = ((b.weigh)(&msg).div_ceil(1024)).min(b.max_kib as usize) as u32;
+            match b.permits.acquire_many(kib).await {
+                Ok(p) => p.forget(),
+                Err(_) => {
+                    self.capacity.add_permits(1);
+                    return Err(CoreError::Closed);
+                }
+            }
+        }
         {
             let mut inner = self.lock();
             if inner.closed {
@@ -138,7 +188,14 @@ impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
             }
             let id = inner.next_id;
             inner.next_id += 1;
-            inner.ready.push_back((id, Slot { msg, attempt: 0 }));
+            inner.ready.push_back((
+                id,
+                Slot {
+                    msg,
+                    attempt: 0,
+                    kib,
+                },
+            ));
         }
         self.tracker.add(1);
         self.notify.notify_one();
@@ -303,6 +360,40 @@ mod tests {
             .await
             .expect("publish resumes after an ack")
             .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn publish_waits_while_the_bytes_are_spent() {
+        // Room for 100 messages, but only 3 MiB of them.
+        let q = Arc::new(MemoryQueue::with_byte_budget(
+            100,
+            3 << 20,
+            Vec::len,
+            WorkTracker::default(),
+        ));
+        q.publish(vec![0u8; 1 << 20]).await.unwrap();
+        q.publish(vec![0u8; 2 << 20]).await.unwrap();
+        let q2 = q.clone();
+        let blocked = tokio::spawn(async move { q2.publish(vec![0u8; 1 << 20]).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!blocked.is_finished(), "a fourth MiB must wait");
+        let got = q.pull(1, Duration::from_millis(10)).await.unwrap();
+        q.nak(got[0].id, Duration::ZERO).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!blocked.is_finished(), "a nak keeps its bytes");
+        let got = q.pull(1, Duration::from_millis(10)).await.unwrap();
+        q.ack(got[0].id).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(1), blocked)
+            .await
+            .expect("publish resumes once the bytes are back")
+            .unwrap()
+            .unwrap();
+        // A message heavier than the whole budget waits for an empty queue, not forever.
+        let q = MemoryQueue::with_byte_budget(10, 1 << 20, Vec::len, WorkTracker::default());
+        tokio::time::timeout(Duration::from_secs(1), q.publish(vec![0u8; 5 << 20]))
+            .await
+            .expect("an oversized message gets in alone")
             .unwrap();
     }
 }

@@ -57,8 +57,21 @@ pub trait State: Send + Sync {
     /// Takes the best job of the host that has been ready longest (`next_allowed <= now`)
     /// and has a free slot; the slot stays taken until released.
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>>;
-    /// Frees a slot on `host`; no request to it starts before `next_allowed_ms`.
-    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()>;
+    /// Frees a slot on `host` (the claim `claim`, when claims are named); no request to it
+    /// starts before `next_allowed_ms`. A named claim that already expired frees nothing:
+    /// its slot was given back when it expired.
+    async fn release(
+        &self,
+        host: &str,
+        claim: Option<&str>,
+        next_allowed_ms: u64,
+    ) -> CoreResult<()>;
+    /// Renews the named claim a fetcher is about to fetch under; false when it expired
+    /// (its job went back in the queue and is fetched under a new claim, so this copy must
+    /// not be). States whose claims never expire hold every claim.
+    async fn hold(&self, _host: &str, _claim: &str, _now_ms: u64) -> CoreResult<bool> {
+        Ok(true)
+    }
     /// Earliest time any queued host becomes ready, if any host has work and a free slot.
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>>;
     /// URLs waiting in host queues.
@@ -117,7 +130,26 @@ struct Inner {
     by_priority: BTreeSet<(i64, u64, String)>,
     seq: u64,
     robots: HashMap<String, (RobotsEntry, u64)>,
+    /// Bytes of robots.txt bodies in `robots`.
+    robots_bytes: usize,
     counters: BTreeMap<String, i64>,
+    /// Releases since the last sweep of idle hosts.
+    releases: u32,
+}
+
+/// robots.txt bodies kept, at most (a file may be 500 KiB, and a crawl of many hosts
+/// keeps one each): past this the entries closest to expiry go, and their hosts' files
+/// are fetched again when next needed.
+const ROBOTS_CACHE_BYTES: usize = 64 << 20;
+/// A host with nothing queued, nothing in flight and its politeness gap over is dropped
+/// from the schedule at most this many releases after (it costs nothing to recreate).
+const SWEEP_EVERY: u32 = 4096;
+
+fn robots_size(e: &RobotsEntry) -> usize {
+    match &e.access {
+        RobotsAccess::Body(b) => b.len(),
+        _ => 0,
+    }
 }
 
 /// The embedded runtime's state: everything in one process behind one lock.
@@ -172,6 +204,36 @@ pub fn seen_digest(key: &str) -> u128 {
 }
 
 impl Inner {
+    /// Drops hosts that hold nothing and may be fetched again already.
+    fn sweep_idle(&mut self, now: u64) {
+        self.hosts
+            .retain(|_, q| !q.jobs.is_empty() || q.in_flight > 0 || q.next_allowed > now);
+    }
+
+    fn put_robots(&mut self, host: &str, entry: RobotsEntry, expires: u64) {
+        self.robots_bytes += robots_size(&entry);
+        if let Some((old, _)) = self.robots.insert(host.to_string(), (entry, expires)) {
+            self.robots_bytes -= robots_size(&old);
+        }
+        if self.robots_bytes <= ROBOTS_CACHE_BYTES {
+            return;
+        }
+        let mut by_expiry: Vec<(u64, String)> = self
+            .robots
+            .iter()
+            .map(|(h, (_, exp))| (*exp, h.clone()))
+            .collect();
+        by_expiry.sort_unstable();
+        for (_, h) in by_expiry {
+            if self.robots_bytes <= ROBOTS_CACHE_BYTES * 3 / 4 {
+                break;
+            }
+            if let Some((old, _)) = self.robots.remove(&h) {
+                self.robots_bytes -= robots_size(&old);
+            }
+        }
+    }
+
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
@@ -274,12 +336,22 @@ impl State for MemoryState {
         Ok(Some(Claim { job }))
     }
 
-    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()> {
+    async fn release(
+        &self,
+        host: &str,
+        _claim: Option<&str>,
+        next_allowed_ms: u64,
+    ) -> CoreResult<()> {
         let mut inner = self.lock();
         let q = inner.hosts.entry(host.to_string()).or_default();
         q.in_flight = q.in_flight.saturating_sub(1);
         q.next_allowed = q.next_allowed.max(next_allowed_ms);
         inner.reschedule(host, self.per_host);
+        inner.releases += 1;
+        if inner.releases >= SWEEP_EVERY {
+            inner.releases = 0;
+            inner.sweep_idle(crate::clock::now_ms());
+        }
         drop(inner);
         self.tracker.done(1);
         self.changed.notify_one();
@@ -314,9 +386,7 @@ impl State for MemoryState {
 
     async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()> {
         let expires = entry.fetched_at_ms.saturating_add(ttl_ms);
-        self.lock()
-            .robots
-            .insert(host.to_string(), (entry, expires));
+        self.lock().put_robots(host, entry, expires);
         Ok(())
     }
 
@@ -353,6 +423,7 @@ mod tests {
             retries: 0,
             lastmod: None,
             robots_wait_since_ms: None,
+            claim: None,
         }
     }
 
@@ -373,11 +444,11 @@ mod tests {
         let c = s.claim(100).await.unwrap().unwrap();
         assert_eq!(c.job.url, "http://a/1");
         assert!(s.claim(100).await.unwrap().is_none(), "host busy");
-        s.release("a", 500).await.unwrap();
+        s.release("a", None, 500).await.unwrap();
         assert!(s.claim(499).await.unwrap().is_none(), "too early");
         assert_eq!(s.next_ready_ms().await.unwrap(), Some(500));
         assert_eq!(s.claim(500).await.unwrap().unwrap().job.url, "http://a/2");
-        s.release("a", 600).await.unwrap();
+        s.release("a", None, 600).await.unwrap();
         assert_eq!(tracker.outstanding(), 0);
     }
 
@@ -392,7 +463,7 @@ mod tests {
         for t in 1..=6 {
             let c = s.claim(t * 10).await.unwrap().unwrap();
             order.push(c.job.host.clone());
-            s.release(&c.job.host, t * 10).await.unwrap();
+            s.release(&c.job.host, None, t * 10).await.unwrap();
         }
         assert_eq!(order, ["a", "b", "a", "b", "a", "b"]);
     }
@@ -425,6 +496,37 @@ mod tests {
         urls.sort();
         assert_eq!(urls, ["http://b/mid", "http://c/top"]);
         assert!(s.claim(1).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_robots_cache_and_idle_hosts_stay_bounded() {
+        let s = MemoryState::new(1_000_000, 1, WorkTracker::default());
+        let body = vec![b'#'; 500 << 10];
+        for i in 0..400 {
+            let e = RobotsEntry {
+                access: RobotsAccess::Body(body.clone()),
+                fetched_at_ms: i,
+            };
+            s.robots_put(&format!("h{i}"), e, 1_000_000).await.unwrap();
+        }
+        {
+            let inner = s.lock();
+            assert!(
+                inner.robots_bytes <= ROBOTS_CACHE_BYTES,
+                "{}",
+                inner.robots_bytes
+            );
+            assert!(inner.robots.contains_key("h399"), "the newest entries stay");
+            assert!(!inner.robots.contains_key("h0"), "the oldest went");
+        }
+
+        // Hosts done with, their gap over, leave the schedule.
+        for i in 0..SWEEP_EVERY {
+            s.enqueue(job(&format!("d{i}"), "/", 0)).await.unwrap();
+            let c = s.claim(0).await.unwrap().unwrap();
+            s.release(&c.job.host, None, 1).await.unwrap();
+        }
+        assert!(s.lock().hosts.len() < 10, "{}", s.lock().hosts.len());
     }
 
     #[tokio::test]

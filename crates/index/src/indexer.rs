@@ -455,12 +455,9 @@ impl Indexer {
             self.stats.embed_seconds += t.elapsed().as_secs_f64();
         }
         let t = Instant::now();
-        if !self.replace.is_empty() {
-            let pages: Vec<String> = self.replace.drain().collect();
-            self.store.delete_pages(&pages).await?;
-        }
+        let pages: Vec<String> = self.replace.drain().collect();
         let aliases = std::mem::take(&mut self.pending_aliases);
-        self.store.add(&rows, &aliases).await?;
+        self.store.replace_pages(&pages, &rows, &aliases).await?;
         for a in aliases {
             self.alias_targets
                 .entry(a.alias_of)

@@ -54,6 +54,26 @@ pub fn in_list<S: AsRef<str>>(values: &[S]) -> String {
         .join(", ")
 }
 
+/// One commit: `rows` merged in by id, and the other rows matching `pred` deleted.
+async fn replace_rows(
+    table: &Table,
+    pred: &str,
+    rows: Option<arrow_array::RecordBatch>,
+) -> Result<(), IndexError> {
+    let Some(batch) = rows else {
+        return table.delete(pred).await.map(|_| ()).map_err(db);
+    };
+    let schema = batch.schema();
+    let reader = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema);
+    let mut merge = table.merge_insert(&["id"]);
+    merge
+        .when_matched_update_all(None)
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete(Some(pred.to_string()));
+    merge.execute(Box::new(reader)).await.map_err(db)?;
+    Ok(())
+}
+
 /// What the gate needs of every stored chunk, read back when an index is reopened.
 pub struct Seed {
     pub id: String,
@@ -179,15 +199,33 @@ impl Store {
         &self.conn
     }
 
-    /// Removes every chunk and alias of these pages (by canonical URL).
-    pub async fn delete_pages(&self, canonical: &[String]) -> Result<(), IndexError> {
-        for group in canonical.chunks(IN_LIST_MAX) {
-            let list = in_list(group);
-            let pred = format!("canonical_url IN ({list})");
-            self.chunks.delete(pred.as_str()).await.map_err(db)?;
-            self.aliases.delete(pred.as_str()).await.map_err(db)?;
+    /// Writes `chunks` and `aliases` in place of every row `pages` (canonical URLs) had:
+    /// one commit per table (a merge on `id` that inserts the new rows, updates the ones
+    /// kept and deletes the page's others), so a write that fails (a full disk) leaves the
+    /// table as it was. Delete-then-add lost the page's chunks when the add failed; here
+    /// the batch is written again (the service's redelivery, a resumed crawl's re-index).
+    pub async fn replace_pages(
+        &self,
+        pages: &[String],
+        chunks: &[ChunkRow],
+        aliases: &[AliasRow],
+    ) -> Result<(), IndexError> {
+        if pages.is_empty() {
+            return self.add(chunks, aliases).await;
         }
-        Ok(())
+        let pred = pages
+            .chunks(IN_LIST_MAX)
+            .map(|g| format!("canonical_url IN ({})", in_list(g)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let chunk_rows = (!chunks.is_empty())
+            .then(|| chunk_batch(chunks, &self.schema, self.dim))
+            .transpose()?;
+        replace_rows(&self.chunks, &pred, chunk_rows).await?;
+        let alias_rows = (!aliases.is_empty())
+            .then(|| alias_batch(aliases))
+            .transpose()?;
+        replace_rows(&self.aliases, &pred, alias_rows).await
     }
 
     /// Appends rows (one commit per table that gets any).

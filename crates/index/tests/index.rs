@@ -265,3 +265,83 @@ print(json.dumps({"id": r["id"], "url": r["url"], "rows": t.count_rows(), "dim":
     assert_eq!(got["rows"], 3);
     assert_eq!(got["dim"], 384);
 }
+
+/// A tmpfs of the test's own, unmounted when dropped; `None` where mounting is not allowed
+/// (the test command runs as root, which may).
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk(dir))
+    }
+
+    /// Fills the disk, then frees `leave` bytes of it.
+    fn fill_leaving(&self, leave: u64) {
+        use std::io::Write;
+        let path = self.0.path().join("filler");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(leave)).unwrap();
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// The stored chunk texts of one page, in table order.
+async fn page_texts(store: &trawl_index::Store, url: &str) -> Vec<String> {
+    let canon = column(store, "chunks", "canonical_url").await;
+    let text = column(store, "chunks", "text").await;
+    canon
+        .into_iter()
+        .zip(text)
+        .filter(|(c, _)| c == url)
+        .map(|(_, t)| t)
+        .collect()
+}
+
+/// A page replaced on a disk that fills up: the write fails, and the page keeps every row
+/// it had. Delete-then-add lost them: the small delete commit fitted, the add did not.
+#[tokio::test]
+async fn a_replace_that_fails_on_a_full_disk_keeps_the_old_rows() {
+    let Some(disk) = SmallDisk::mount("16m") else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let mut ix = Indexer::open(opts(disk.0.path(), false)).await.unwrap();
+    let url = "http://t/guide";
+    let old = format!("# Guide\n\n{}", para("kraken", 60));
+    ix.add_page(&page(url, "Guide", &old)).await.unwrap();
+    ix.flush().await.unwrap();
+    let before = page_texts(ix.store(), url).await;
+    assert!(before.len() > 1, "{before:?}");
+
+    disk.fill_leaving(24 << 10);
+    let new = format!("# Guide\n\n{}", para("walrus", 3000));
+    let written = match ix.add_page(&page(url, "Guide", &new)).await {
+        Ok(_) => ix.flush().await,
+        Err(e) => Err(e),
+    };
+    let e = written.expect_err("24 KiB cannot hold the new chunks");
+    assert!(e.to_string().to_lowercase().contains("space"), "{e}");
+    let reopened = Indexer::open(opts(disk.0.path(), false)).await.unwrap();
+    assert_eq!(
+        page_texts(reopened.store(), url).await,
+        before,
+        "the page's rows are all there"
+    );
+}

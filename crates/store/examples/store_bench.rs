@@ -63,6 +63,7 @@ fn job(i: usize) -> FetchJob {
         retries: 0,
         lastmod: None,
         robots_wait_since_ms: None,
+        claim: None,
     }
 }
 

@@ -48,8 +48,13 @@ impl State for DurableState {
         self.inner.claim(now_ms).await
     }
 
-    async fn release(&self, host: &str, next_allowed_ms: u64) -> CoreResult<()> {
-        self.inner.release(host, next_allowed_ms).await
+    async fn release(
+        &self,
+        host: &str,
+        claim: Option<&str>,
+        next_allowed_ms: u64,
+    ) -> CoreResult<()> {
+        self.inner.release(host, claim, next_allowed_ms).await
     }
 
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>> {

@@ -154,6 +154,7 @@ fn job(crawl: &str, url: String, row: &rusqlite::Row<'_>) -> StoreResult<FetchJo
         retries: 0,
         lastmod: None,
         robots_wait_since_ms: None,
+        claim: None,
     })
 }
 
@@ -207,6 +208,7 @@ mod tests {
             retries: 0,
             lastmod: None,
             robots_wait_since_ms: None,
+            claim: None,
         }
     }
 

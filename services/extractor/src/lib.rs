@@ -2,6 +2,7 @@
 //! to. HTML goes through [`trawl_extract::extract_html`]; sitemaps and feeds through
 //! [`trawl_extract::parse_sitemap`] and [`trawl_extract::parse_feed`].
 
+mod fit;
 mod worker;
 
 use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
@@ -26,6 +27,9 @@ fn links_at(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item 
         lastmod: None,
     })
 }
+
+/// Links followed from one page or listing, at most: the sitemap protocol's limit per file.
+pub const MAX_LINKS_PER_PAGE: usize = 50_000;
 
 /// Extracts text and links; never fails: problems are recorded in the page's `error`.
 pub fn process(f: &Fetched) -> Processed {
@@ -91,6 +95,12 @@ pub fn process(f: &Fetched) -> Processed {
         }
     }
     page.links_found = urls.len();
+    if urls.len() > MAX_LINKS_PER_PAGE {
+        // A link farm's page, or a sitemap past the protocol's 50,000: the first ones are
+        // followed, the rest counted on the record (`links_dropped`).
+        page.links_dropped = (urls.len() - MAX_LINKS_PER_PAGE).min(u32::MAX as usize) as u32;
+        urls.truncate(MAX_LINKS_PER_PAGE);
+    }
     let discovered = (!urls.is_empty()).then(|| Discovered {
         v: MESSAGE_VERSION,
         crawl: f.crawl.clone(),

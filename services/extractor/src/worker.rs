@@ -41,6 +41,8 @@ fn poisoned(f: &Fetched) -> bool {
 pub struct ExtractorConfig {
     pub dedup: DedupStage,
     pub give_up_after: Option<u32>,
+    /// The hops' message limit (the cluster's): outputs are split or cut to fit it.
+    pub max_message_bytes: Option<usize>,
 }
 
 impl ExtractorConfig {
@@ -60,6 +62,7 @@ impl ExtractorConfig {
         ExtractorConfig {
             dedup: DedupStage { gate, boilerplate },
             give_up_after,
+            max_message_bytes: None,
         }
     }
 }
@@ -71,8 +74,7 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
             hops.fetched.clone(),
             hops.docs.clone(),
             hops.discovered.clone(),
-            cfg.dedup.clone(),
-            cfg.give_up_after,
+            cfg.clone(),
             stop.clone(),
         )
     });
@@ -81,7 +83,8 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
 /// The extractor as one stage of a cluster crawl: `concurrency` workers, the crawl's shared
 /// gate, retried until the queue's delivery limit dead-letters a page that keeps failing.
 pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResult {
-    let cfg = ExtractorConfig::from_settings(&ctx.spec.settings, gate, None);
+    let mut cfg = ExtractorConfig::from_settings(&ctx.spec.settings, gate, None);
+    cfg.max_message_bytes = ctx.max_message_bytes;
     ctx.set_ready();
     let mut workers = Workers::new();
     spawn(
@@ -107,10 +110,14 @@ pub async fn run_worker(
     fetched: Arc<dyn Queue<Fetched>>,
     docs: Arc<dyn Queue<Doc>>,
     discovered: Arc<dyn Queue<Discovered>>,
-    dedup: DedupStage,
-    give_up_after: Option<u32>,
+    cfg: ExtractorConfig,
     stop: impl Into<Shutdown>,
 ) -> Result<(), CoreError> {
+    let ExtractorConfig {
+        dedup,
+        give_up_after,
+        max_message_bytes,
+    } = cfg;
     let mut stop = stop.into();
     while let Some(batch) = stop
         .run_until(fetched.pull(8, Duration::from_millis(200)))
@@ -146,7 +153,16 @@ pub async fn run_worker(
             }
             // Links first, then the record, then the ack: a crash repeats, never loses.
             if let Some(disc) = processed.discovered {
-                discovered.publish(disc).await?;
+                let parts = match max_message_bytes {
+                    Some(max) => crate::fit::split_discovered(disc, max),
+                    None => vec![disc],
+                };
+                for part in parts {
+                    discovered.publish(part).await?;
+                }
+            }
+            if let Some(max) = max_message_bytes {
+                crate::fit::fit_doc(&mut processed.doc, max);
             }
             docs.publish(processed.doc).await?;
             fetched.ack(d.id).await?;

@@ -7,9 +7,7 @@
 
 mod http;
 pub mod net;
-pub mod robots;
 mod robots_fetch;
-pub mod robots_google;
 mod service;
 pub mod warcout;
 mod worker;
@@ -31,6 +29,12 @@ use trawl_core::{
     CoreError, DiscoveredUrl, FetchFailure, FetchJob, Fetched, Hop, MESSAGE_VERSION, UrlKind,
 };
 use url::Url;
+
+pub use trawl_robots as robots;
+
+/// The decoded HTML a page carries to extraction, at most: what extraction reads
+/// (`trawl_extract::content::MAX_HTML_BYTES`; `tests/memory.rs` checks they agree).
+pub const PAGE_TEXT_MAX: usize = 8 << 20;
 
 use crate::robots::LocalRobots;
 use crate::robots_fetch::RobotsDecision;
@@ -545,7 +549,23 @@ impl Fetcher {
             UrlKind::Sitemap | UrlKind::Feed => fetched.body = decoded,
             UrlKind::Page => {
                 if body::is_html(content_type.as_deref(), &decoded) {
-                    let (text, charset) = body::decode_html(&decoded, content_type.as_deref());
+                    let (mut text, charset) = body::decode_html(&decoded, content_type.as_deref());
+                    if text.len() > PAGE_TEXT_MAX {
+                        // Extraction reads no further: the rest would only be carried.
+                        let mut cut = PAGE_TEXT_MAX;
+                        while !text.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        text.truncate(cut);
+                        fetched.error.get_or_insert_with(|| {
+                            failure(
+                                "body_too_large",
+                                format!(
+                                    "page larger than the {PAGE_TEXT_MAX} bytes extraction reads; kept the first part"
+                                ),
+                            )
+                        });
+                    }
                     fetched.body = text.into_bytes();
                     fetched.charset = Some(charset.to_string());
                 } else {

@@ -118,7 +118,7 @@ impl Fetcher {
                     let body = body::decode_content(
                         &resp.payload,
                         header_str(&resp.headers, "content-encoding"),
-                        robotxt::BYTE_LIMIT + 1,
+                        crate::robots::BYTE_LIMIT + 1,
                     );
                     // A body too large to decode is still rules: the parser reads the first
                     // 500 KiB. Undecodable bytes mean nothing can be read: allow all.

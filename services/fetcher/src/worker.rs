@@ -50,7 +50,9 @@ pub async fn run_worker(
             return Ok(());
         };
         for d in batch? {
-            handle(&fetcher, &*fetched, &*discovered, d.msg).await?;
+            if still_held(&fetcher, &d.msg).await? {
+                handle(&fetcher, &*fetched, &*discovered, d.msg).await?;
+            }
             jobs.ack(d.id).await?;
             // Fast path: a host that is ready now is claimed here directly instead of waiting
             // for the dispatcher and a queue hop. The claim enforces politeness the same way;
@@ -63,6 +65,22 @@ pub async fn run_worker(
             }
         }
     }
+}
+
+/// Whether the job's named claim is still held (renewed for another TTL). A job that
+/// waited in the fetch stream past its claim's TTL was put back in its host's queue when
+/// the claim expired; that copy is fetched under a new claim, so this one is dropped.
+async fn still_held(fetcher: &Fetcher, job: &FetchJob) -> Result<bool, FetchError> {
+    let Some(id) = job.claim.as_deref() else {
+        return Ok(true);
+    };
+    let state = fetcher.state();
+    if state.hold(&job.host, id, now_ms()).await? {
+        return Ok(true);
+    }
+    tracing::warn!(url = %job.url, "claim expired while the job waited: fetched under its new claim");
+    state.count(&Counter::ClaimsExpired, 1).await?;
+    Ok(false)
 }
 
 /// Fetches one claimed job, hands its results on, re-queues it on 429/503 and releases the
@@ -116,7 +134,9 @@ async fn handle(
             )
             .await?;
     }
-    state.release(&job.host, out.next_allowed_ms).await?;
+    state
+        .release(&job.host, job.claim.as_deref(), out.next_allowed_ms)
+        .await?;
     Ok(())
 }
 

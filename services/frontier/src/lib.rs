@@ -6,6 +6,7 @@
 //! to `trawl.fetch`; the fetcher releases the host when its request ends, which is what
 //! enforces politeness across every fetcher replica.
 
+mod robots_gate;
 mod traps;
 
 use std::sync::Arc;
@@ -36,6 +37,7 @@ impl FrontierConfig {
             max_pages_per_host: s.max_pages_per_host,
             traps: TrapConfig::from_settings(s),
             normalizer: s.normalizer(),
+            robots_agent: s.robots_agent(),
         }
     }
 }
@@ -58,6 +60,8 @@ pub struct FrontierConfig {
     pub max_pages_per_host: u64,
     pub traps: TrapConfig,
     pub normalizer: Normalizer,
+    /// The user-agent token robots.txt groups are matched with.
+    pub robots_agent: String,
 }
 
 /// What happened to one discovered URL.
@@ -69,6 +73,8 @@ pub enum Admission {
     OutOfScope,
     TooDeep,
     Trap(TrapKind),
+    /// Its host's robots.txt disallows it: never admitted, no budget used.
+    RobotsBlocked,
     HostBudget,
     MaxPages,
     Rejected,
@@ -88,11 +94,13 @@ pub fn priority(depth: u32, kind: UrlKind, staleness_s: u64) -> i64 {
 pub struct Frontier {
     cfg: FrontierConfig,
     state: Arc<dyn State>,
+    robots: robots_gate::RobotsGate,
 }
 
 impl Frontier {
     pub fn new(cfg: FrontierConfig, state: Arc<dyn State>) -> Self {
-        Self { cfg, state }
+        let robots = robots_gate::RobotsGate::new(cfg.robots_agent.clone());
+        Self { cfg, state, robots }
     }
 
     /// Admits or drops every URL of a batch; returns the verdicts in order.
@@ -115,6 +123,7 @@ impl Frontier {
                 Admission::Invalid => Counter::FrontierInvalidUrl,
                 Admission::OutOfScope => Counter::FrontierOutOfScope,
                 Admission::TooDeep => Counter::FrontierTooDeep,
+                Admission::RobotsBlocked => Counter::FrontierRobotsBlocked,
                 Admission::HostBudget => Counter::FrontierHostBudget,
                 Admission::MaxPages => Counter::FrontierMaxPages,
                 Admission::Rejected => Counter::FrontierRejectedFull,
@@ -143,6 +152,14 @@ impl Frontier {
             return Ok(Admission::Seen);
         }
         let host = host_key(&url);
+        // Before any budget: a URL robots.txt disallows is not a page of the crawl.
+        if !self
+            .robots
+            .allows(&*self.state, &host, &url, now_ms())
+            .await?
+        {
+            return Ok(Admission::RobotsBlocked);
+        }
         if url.query().is_some() && self.cfg.traps.max_query_variants > 0 {
             let pattern = Counter::QueryVariants(traps::path_pattern(&host, url.path()));
             if self.state.count(&pattern, 1).await? as u64 > self.cfg.traps.max_query_variants {
@@ -173,6 +190,7 @@ impl Frontier {
             retries: 0,
             lastmod: d.lastmod.clone(),
             robots_wait_since_ms: None,
+            claim: None,
         };
         Ok(match self.state.enqueue(job).await? {
             Enqueued::Accepted => Admission::Queued,
@@ -291,6 +309,7 @@ mod tests {
                 ..TrapConfig::default()
             },
             normalizer: Normalizer::default(),
+            robots_agent: "trawl".into(),
         };
         (Frontier::new(cfg, state.clone()), state)
     }
@@ -345,6 +364,41 @@ mod tests {
             f.admit(&d("http://h/cal/2025?m=9", 1)).await.unwrap(),
             Admission::Trap(TrapKind::QueryVariants)
         );
+    }
+
+    #[tokio::test]
+    async fn urls_robots_txt_disallows_use_no_budget() {
+        use trawl_core::state::{RobotsAccess, RobotsEntry};
+        let (f, state) = frontier(5, 3);
+        let rules = b"User-agent: *\nDisallow: /old/\n".to_vec();
+        let entry = RobotsEntry {
+            access: RobotsAccess::Body(rules),
+            fetched_at_ms: now_ms(),
+        };
+        state.robots_put("h", entry, 3_600_000).await.unwrap();
+        // Disallowed links come first, as a documentation page's links to old editions do.
+        let mut urls: Vec<_> = (0..10)
+            .map(|i| d(&format!("http://h/old/{i}"), 1))
+            .collect();
+        urls.extend((0..3).map(|i| d(&format!("http://h/new/{i}"), 1)));
+        let batch = Discovered {
+            v: MESSAGE_VERSION,
+            crawl: "t".into(),
+            source: None,
+            urls,
+        };
+        let v = f.ingest(&batch).await.unwrap();
+        assert!(
+            v[..10].iter().all(|a| *a == Admission::RobotsBlocked),
+            "{v:?}"
+        );
+        assert!(
+            v[10..].iter().all(|a| *a == Admission::Queued),
+            "the budget is the allowed pages': {v:?}"
+        );
+        let c = state.counters().await.unwrap();
+        assert_eq!(c[Counter::FrontierRobotsBlocked.key().as_ref()], 10);
+        assert_eq!(state.queued().await.unwrap(), 3);
     }
 
     #[tokio::test]

@@ -219,6 +219,10 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
         }
         None => {}
     }
+    if page.links_dropped > 0 {
+        let n = i64::from(page.links_dropped);
+        state.count(&Counter::LinksDropped, n).await?;
+    }
     let bytes = page.wire_bytes as i64;
     state.count(&Counter::WireBytes, bytes).await?;
     Ok(())
@@ -485,7 +489,15 @@ pub struct ServiceHistory {
 /// the crawl spec says. Every written page is kept in `history.archive`; on a re-crawl each
 /// page is compared first, its events go to `changes-<replica>-<pid>.jsonl` and the
 /// `changed` hop.
-pub async fn serve(ctx: StageContext, history: ServiceHistory) -> StageResult {
+///
+/// `dead_pages` (the cluster's dead-lettered pages of this crawl, as records marked
+/// `dead_lettered`) are written to the same `pages-*.jsonl` by a second loop, so a page a
+/// stage gave up on still has its line.
+pub async fn serve(
+    ctx: StageContext,
+    history: ServiceHistory,
+    dead_pages: Option<Arc<dyn Queue<Doc>>>,
+) -> StageResult {
     let out = &ctx.process.out;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let name = format!(
@@ -519,41 +531,53 @@ pub async fn serve(ctx: StageContext, history: ServiceHistory) -> StageResult {
     };
     let docs = ctx.hops.docs.clone();
     let state = ctx.state.clone();
-    let r = match &ctx.process.index_uri {
-        Some(uri) => {
-            let opts = trawl_index::IndexOptions::for_process(
-                uri.clone(),
-                &ctx.spec.index,
-                ctx.process.embed,
-                ctx.process.model_dir.clone(),
-            );
-            // A missing model stops the service here with the fetch instructions.
-            let indexer = trawl_index::Indexer::open(opts).await?;
-            tracing::info!(
-                index = %uri,
-                embed = ctx.process.embed,
-                device = indexer.embedder().map_or("none", |e| e.device_name()),
-                "indexing into LanceDB"
-            );
-            ctx.set_ready();
-            let refresh = Duration::from_secs(60);
-            run_indexing_worker(
-                docs,
-                sink.clone(),
-                state,
-                indexer,
-                refresh,
-                outputs,
-                ctx.shutdown.clone(),
-            )
-            .await
-            .map(|s| tracing::info!(pages = s.pages, chunks = s.chunks, "index written"))
-        }
-        None => {
-            ctx.set_ready();
-            run_worker(docs, sink.clone(), state, outputs, ctx.shutdown.clone()).await
+    let dead = {
+        let (sink, state, stop) = (sink.clone(), state.clone(), ctx.shutdown.clone());
+        async move {
+            match dead_pages {
+                Some(q) => run_worker(q, sink, state, WriterOutputs::default(), stop).await,
+                None => Ok(()),
+            }
         }
     };
+    let pages = async {
+        match &ctx.process.index_uri {
+            Some(uri) => {
+                let opts = trawl_index::IndexOptions::for_process(
+                    uri.clone(),
+                    &ctx.spec.index,
+                    ctx.process.embed,
+                    ctx.process.model_dir.clone(),
+                );
+                // A missing model stops the service here with the fetch instructions.
+                let indexer = trawl_index::Indexer::open(opts).await?;
+                tracing::info!(
+                    index = %uri,
+                    embed = ctx.process.embed,
+                    device = indexer.embedder().map_or("none", |e| e.device_name()),
+                    "indexing into LanceDB"
+                );
+                ctx.set_ready();
+                let refresh = Duration::from_secs(60);
+                run_indexing_worker(
+                    docs,
+                    sink.clone(),
+                    state,
+                    indexer,
+                    refresh,
+                    outputs,
+                    ctx.shutdown.clone(),
+                )
+                .await
+                .map(|s| tracing::info!(pages = s.pages, chunks = s.chunks, "index written"))
+            }
+            None => {
+                ctx.set_ready();
+                run_worker(docs, sink.clone(), state, outputs, ctx.shutdown.clone()).await
+            }
+        }
+    };
+    let r = tokio::try_join!(pages, dead).map(|_| ());
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
     Ok(r?)
 }

@@ -344,6 +344,10 @@ pub struct ClusterSettings {
     /// and its job goes back in the queue. Longer than a fetch can take.
     #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().claim_ttl_s))]
     pub claim_ttl_s: u64,
+    /// Jobs the fetch stream holds before the frontier waits to claim more: shallow, so a
+    /// job's host claim never ages in it (more than all fetchers' concurrency together).
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().fetch_stream_max))]
+    pub fetch_stream_max: i64,
 }
 
 impl Default for ClusterSettings {
@@ -358,6 +362,7 @@ impl Default for ClusterSettings {
             max_deliver: 5,
             ack_wait_s: 120,
             claim_ttl_s: 600,
+            fetch_stream_max: 4096,
         }
     }
 }
@@ -376,6 +381,7 @@ impl std::fmt::Debug for ClusterSettings {
             .field("max_deliver", &self.max_deliver)
             .field("ack_wait_s", &self.ack_wait_s)
             .field("claim_ttl_s", &self.claim_ttl_s)
+            .field("fetch_stream_max", &self.fetch_stream_max)
             .finish()
     }
 }

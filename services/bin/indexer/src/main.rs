@@ -7,6 +7,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::sync::Arc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     trawl_index::alloc::keep_freed_pages();
@@ -21,7 +23,14 @@ async fn main() -> std::process::ExitCode {
             unlinked: archive,
             since,
         };
-        trawl_indexer::serve(ctx, history).await
+        let dead = trawl_cluster::dead_pages::DeadPages::connect(
+            &backends.client,
+            &backends.settings.cluster,
+            &ctx.spec.crawl,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        trawl_indexer::serve(ctx, history, Some(Arc::new(dead) as _)).await
     })
     .await
 }

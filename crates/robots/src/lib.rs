@@ -1,11 +1,16 @@
 //! robots.txt per RFC 9309, read the way Google reads it (longest match, `*` and `$`, merged
 //! user-agent groups, 500 KiB cap), through `robotxt`. Raw results live in shared state with a
-//! TTL so every replica shares one fetch; each process keeps the parsed form.
+//! TTL so every replica shares one fetch; each process keeps the parsed form. The fetcher
+//! checks every hop with these rules; the frontier checks each URL before it is admitted,
+//! once its host's file is known.
+
+pub mod google;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use robotxt::{Agent, Robots};
+use robotxt::Agent;
+pub use robotxt::{BYTE_LIMIT, Robots};
 use trawl_core::state::{RobotsAccess, RobotsEntry};
 use url::Url;
 
@@ -44,7 +49,7 @@ impl HostRules {
     pub fn from_entry(entry: &RobotsEntry, agent: &str) -> Self {
         match &entry.access {
             RobotsAccess::Body(body) => Self {
-                robots: Robots::parse(&crate::robots_google::prepare(body), Agent::Prefix(agent)),
+                robots: Robots::parse(&crate::google::prepare(body), Agent::Prefix(agent)),
                 access: Access::Rules,
             },
             RobotsAccess::Unavailable => Self {
@@ -64,9 +69,12 @@ impl HostRules {
             path.push('?');
             path.push_str(q);
         }
-        self.robots.is_allowed(&crate::robots_google::path(&path))
+        self.robots.is_allowed(&crate::google::path(&path))
     }
 }
+
+/// Hosts whose parsed rules a process keeps, at most.
+const LOCAL_HOSTS: usize = 4_096;
 
 /// Parsed rules by host, valid until the shared entry's TTL runs out.
 #[derive(Default)]
@@ -84,6 +92,15 @@ impl LocalRobots {
 
     pub fn put(&self, host: &str, rules: Arc<HostRules>, expires_ms: u64) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= LOCAL_HOSTS {
+            // A crawl of many hosts: the parsed rules are a cache of the shared entries,
+            // so dropping them costs a parse, never a fetch.
+            let now = trawl_core::clock::now_ms();
+            map.retain(|_, (_, exp)| *exp > now);
+            if map.len() >= LOCAL_HOSTS {
+                map.clear();
+            }
+        }
         map.insert(host.to_string(), (rules, expires_ms));
     }
 }
@@ -194,7 +211,7 @@ mod tests {
     fn an_over_long_line_is_cut_at_googles_limit() {
         let prefix = "Disallow: /";
         let long = format!("User-agent: *\n{prefix}{}qux\n", "a".repeat(20_000));
-        let kept = crate::robots_google::MAX_LINE_BYTES - prefix.len();
+        let kept = crate::google::MAX_LINE_BYTES - prefix.len();
         let r = rules(&long);
         assert!(
             !ok(&r, &format!("/{}b", "a".repeat(kept))),

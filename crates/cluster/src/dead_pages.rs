@@ -1,0 +1,251 @@
+//! Dead-lettered pages as records: a page whose fetch job, fetched response or record was
+//! dead-lettered (a stage failed on it `max_deliver` times, or the server gave up on it)
+//! still ends as a line of its crawl's `pages-*.jsonl`, with `error.kind = dead_lettered`
+//! and the hop, reason and deliveries in its message. The dead letters stay in their
+//! streams for `trawl dlq`; the indexers read them through a durable consumer of their
+//! own per crawl and hop (`dead-pages-<crawl>`), as a [`Queue`] of [`Doc`]s the indexer's
+//! writer loop takes like any other.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, stream};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::Value;
+use trawl_core::queue::{Delivery, Queue};
+use trawl_core::settings::ClusterSettings;
+use trawl_core::{CoreError, CoreResult, Doc, FetchFailure, MESSAGE_VERSION, PageRecord, UrlKind};
+
+use crate::jetstream::QueueConfig;
+
+/// The hops whose messages are pages: what is dead-lettered on them is a page lost.
+pub const PAGE_HOPS: [(&str, &str); 3] = [
+    ("fetch", "fetcher"),
+    ("fetched", "extractor"),
+    ("docs", "indexer"),
+];
+
+fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
+    CoreError::Backend(format!("dead pages {what}: {e}"))
+}
+
+/// A consumer name is a NATS token: no `.`, `*`, `>` or white space.
+fn consumer_name(crawl: &str) -> String {
+    let crawl: String = crawl
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("dead-pages-{crawl}")
+}
+
+/// The dead-lettered pages of one crawl, oldest first per hop.
+pub struct DeadPages {
+    crawl: String,
+    consumers: Vec<(&'static str, PullConsumer)>,
+    inflight: Mutex<HashMap<u64, jetstream::Message>>,
+    next_id: AtomicU64,
+}
+
+impl DeadPages {
+    /// Opens (or creates) the crawl's consumer on each page hop's dead-letter stream.
+    pub async fn connect(
+        client: &async_nats::Client,
+        cluster: &ClusterSettings,
+        crawl: &str,
+    ) -> CoreResult<Self> {
+        let js = jetstream::new(client.clone());
+        let mut consumers = Vec::new();
+        for (hop, stage) in PAGE_HOPS {
+            let q = QueueConfig::from_settings(cluster, hop, stage);
+            let stream = js
+                .get_or_create_stream(stream::Config {
+                    name: q.dead_letter_stream.clone(),
+                    subjects: vec![q.dead_letter_subject.clone()],
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| backend("stream", e))?;
+            let name = consumer_name(crawl);
+            let consumer: PullConsumer = stream
+                .get_or_create_consumer(
+                    &name,
+                    jetstream::consumer::pull::Config {
+                        durable_name: Some(name.clone()),
+                        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                        ack_wait: q.ack_wait,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(|e| backend("consumer", e))?;
+            consumers.push((hop, consumer));
+        }
+        Ok(Self {
+            crawl: crawl.to_string(),
+            consumers,
+            inflight: Mutex::default(),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Turns one dead letter into its page's record; `None` for another crawl's letter or
+    /// one whose URL cannot be read.
+    fn record(&self, hop: &str, m: &jetstream::Message) -> Option<Doc> {
+        let v: Value = serde_json::from_slice(&m.payload).ok()?;
+        let crawl = v["crawl"].as_str()?;
+        if crawl != self.crawl {
+            return None;
+        }
+        let header = |k: &str| {
+            m.headers
+                .as_ref()
+                .and_then(|h| h.get(k))
+                .map(|v| v.as_str().to_string())
+                .unwrap_or_default()
+        };
+        let why = FetchFailure {
+            kind: "dead_lettered".into(),
+            message: format!(
+                "dead-lettered on the {hop} hop: {} after {} deliveries",
+                header("Trawl-Reason"),
+                header("Trawl-Deliveries")
+            ),
+        };
+        let mut page = match hop {
+            "docs" => serde_json::from_value::<PageRecord>(v["page"].clone()).ok()?,
+            _ => {
+                let job = if hop == "fetch" { &v } else { &v["job"] };
+                let url = job["url"].as_str()?.to_string();
+                PageRecord {
+                    final_url: v["final_url"].as_str().unwrap_or(&url).to_string(),
+                    url,
+                    status: v["status"].as_u64().unwrap_or(0) as u16,
+                    depth: job["depth"].as_u64().unwrap_or(0) as u32,
+                    kind: serde_json::from_value::<UrlKind>(job["kind"].clone())
+                        .unwrap_or_default(),
+                    fetched_at: chrono::Utc::now()
+                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    ..PageRecord::default()
+                }
+            }
+        };
+        page.error = Some(why);
+        Some(Doc {
+            v: MESSAGE_VERSION,
+            crawl: self.crawl.clone(),
+            page,
+        })
+    }
+
+    fn take(&self, id: u64) -> CoreResult<jetstream::Message> {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .ok_or_else(|| backend("ack", format!("unknown delivery {id}")))
+    }
+}
+
+#[async_trait]
+impl Queue<Doc> for DeadPages {
+    async fn publish(&self, _msg: Doc) -> CoreResult<()> {
+        Err(backend(
+            "publish",
+            "dead letters are written by the hops' consumers",
+        ))
+    }
+
+    async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<Doc>>> {
+        let mut out = Vec::new();
+        for (hop, consumer) in &self.consumers {
+            let mut msgs = consumer
+                .fetch()
+                .max_messages(max.max(1))
+                .messages()
+                .await
+                .map_err(|e| backend("pull", e))?;
+            while let Some(m) = msgs.next().await {
+                let Ok(m) = m else { continue };
+                match self.record(hop, &m) {
+                    Some(msg) => {
+                        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                        self.inflight
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id, m);
+                        out.push(Delivery {
+                            id,
+                            attempt: 1,
+                            msg,
+                        });
+                    }
+                    // Another crawl's letter (its own indexers make its line), or bytes
+                    // with no URL in them (kept in the stream for `trawl dlq`).
+                    None => m.ack().await.map_err(|e| backend("ack", e))?,
+                }
+            }
+        }
+        if out.is_empty() {
+            tokio::time::sleep(wait).await;
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, id: u64) -> CoreResult<()> {
+        self.take(id)?.ack().await.map_err(|e| backend("ack", e))
+    }
+
+    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()> {
+        self.take(id)?
+            .ack_with(AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|e| backend("nak", e))
+    }
+
+    async fn term(&self, id: u64) -> CoreResult<()> {
+        self.take(id)?
+            .ack_with(AckKind::Term)
+            .await
+            .map_err(|e| backend("term", e))
+    }
+
+    async fn len(&self) -> CoreResult<usize> {
+        Ok(0)
+    }
+}
+
+/// Dead letters of the crawl's page hops not yet written as lines (none when no indexer
+/// has opened its consumer): a crawl is not drained before they are.
+pub async fn pending(
+    client: &async_nats::Client,
+    cluster: &ClusterSettings,
+    crawl: &str,
+) -> CoreResult<u64> {
+    let js = jetstream::new(client.clone());
+    let mut total = 0;
+    for (hop, stage) in PAGE_HOPS {
+        let q = QueueConfig::from_settings(cluster, hop, stage);
+        let Ok(stream) = js.get_stream(&q.dead_letter_stream).await else {
+            continue;
+        };
+        let Ok(mut c) = stream
+            .get_consumer::<jetstream::consumer::pull::Config>(&consumer_name(crawl))
+            .await
+        else {
+            continue;
+        };
+        let info = c.info().await.map_err(|e| backend("consumer info", e))?;
+        total += info.num_pending + info.num_ack_pending as u64;
+    }
+    Ok(total)
+}
