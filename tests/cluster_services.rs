@@ -539,3 +539,63 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
     }
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
+
+/// NATS carries at most `max_payload` (1 MB for the test server): a page whose record is
+/// larger (its text and Markdown) is cut to fit and marked, instead of failing the
+/// extractor's publish, restarting the stage and ending in the dead letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_larger_than_a_message_is_cut_to_fit() {
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        farm_bytes: 680 << 10,
+        farm_links: 2_000,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("m{}", &tag[..10]), format!("n{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+        ("TRAWL_MAX_DELIVER", "2".into()),
+        ("TRAWL_ACK_WAIT_S", "5".into()),
+    ];
+    let mut services = Services(Vec::new());
+    for stage in 1..=4 {
+        let c = spawn(&paths[stage], &env, free_port());
+        services.0.push((NAMES[stage].to_string(), c));
+    }
+    let seed = site.url("/farm/seed");
+    let report = submit_wait(
+        &paths[0],
+        &[&seed, "--allow-private", "--delay", "0", "--max-pages", "3"],
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(report["dead_letters"], 0, "{report}");
+    let lines = all_lines(out.path());
+    assert_eq!(lines.len(), 3, "{report}");
+    for l in &lines {
+        assert_eq!(l["error"]["kind"], "record_too_large", "{}", l["error"]);
+        let text = l["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("grow the farm"),
+            "the text's start is kept"
+        );
+        assert!(serde_json::to_vec(l).unwrap().len() < 1 << 20);
+    }
+    for (_, c) in &mut services.0 {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
+}

@@ -39,6 +39,61 @@ pub fn decode_content(
     }
 }
 
+/// The first `keep` decoded bytes and the whole decoded length, failing past `limit` as
+/// [`decode_content`] does: the body is still read to its end (a decompression bomb is
+/// still one), but memory holds only the part that is kept.
+pub fn decode_prefix(
+    raw: &[u8],
+    encoding: Option<&str>,
+    keep: usize,
+    limit: usize,
+) -> Result<(Vec<u8>, usize), BodyError> {
+    let enc = encoding.unwrap_or("identity").trim().to_ascii_lowercase();
+    match enc.as_str() {
+        "" | "identity" => Ok((raw[..raw.len().min(keep)].to_vec(), raw.len())),
+        "gzip" | "x-gzip" => {
+            read_prefix(flate2::read::MultiGzDecoder::new(raw), keep, limit, "gzip")
+        }
+        "deflate" => {
+            match read_prefix(flate2::read::ZlibDecoder::new(raw), keep, limit, "deflate") {
+                Err(BodyError::Corrupt { .. }) => read_prefix(
+                    flate2::read::DeflateDecoder::new(raw),
+                    keep,
+                    limit,
+                    "deflate",
+                ),
+                other => other,
+            }
+        }
+        other => Err(BodyError::UnsupportedEncoding(other.to_string())),
+    }
+}
+
+fn read_prefix(
+    r: impl Read,
+    keep: usize,
+    limit: usize,
+    name: &str,
+) -> Result<(Vec<u8>, usize), BodyError> {
+    let corrupt = |e: std::io::Error| BodyError::Corrupt {
+        encoding: name.to_string(),
+        message: e.to_string(),
+    };
+    let mut r = r.take(limit as u64 + 1);
+    let mut out = Vec::new();
+    (&mut r)
+        .take(keep as u64)
+        .read_to_end(&mut out)
+        .map_err(corrupt)?;
+    let rest = std::io::copy(&mut r, &mut std::io::sink()).map_err(corrupt)? as usize;
+    let total = out.len() + rest;
+    if total > limit {
+        return Err(BodyError::DecompressionLimit { limit });
+    }
+    out.shrink_to_fit();
+    Ok((out, total))
+}
+
 /// Reads a decoder to the end, failing once more than `limit` bytes come out.
 pub fn read_capped(r: impl Read, limit: usize, name: &str) -> Result<Vec<u8>, BodyError> {
     let mut out = Vec::new();
@@ -167,6 +222,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_is_kept_and_the_whole_is_still_checked() {
+        let html = "<p>words words words</p>".repeat(100_000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, html.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let (head, total) = decode_prefix(&gz, Some("gzip"), 1000, 10 << 20).unwrap();
+        assert_eq!(head, html.as_bytes()[..1000]);
+        assert_eq!(total, html.len());
+        assert!(head.capacity() < 4096, "only the prefix is held");
+        assert!(matches!(
+            decode_prefix(&gz, Some("gzip"), 1000, 1 << 20),
+            Err(BodyError::DecompressionLimit { .. })
+        ));
+        let (head, total) = decode_prefix(b"plain", None, 3, 10).unwrap();
+        assert_eq!((head.as_slice(), total), (&b"pla"[..], 5));
+    }
     use std::io::Write;
 
     fn gzip(data: &[u8]) -> Vec<u8> {

@@ -227,6 +227,11 @@ async fn publish_dead_letter(
     headers.insert("Trawl-Stream", cfg.stream.as_str());
     headers.insert("Trawl-Stream-Seq", seq.to_string().as_str());
     headers.insert("Trawl-Deliveries", attempt.to_string().as_str());
+    // The consumer and the max-deliveries watcher can both copy one message (the advisory
+    // read it before the consumer deleted it): JetStream's duplicate window keeps one.
+    if seq > 0 {
+        headers.insert("Nats-Msg-Id", format!("{}:{seq}", cfg.stream).as_str());
+    }
     js.publish_with_headers(cfg.dead_letter_subject.clone(), headers, payload)
         .await
         .map_err(|e| backend("dead-letter publish", e))?

@@ -56,6 +56,10 @@ pub struct SiteConfig {
     pub huge_bytes: usize,
     /// Inflated size of `/bomb`.
     pub bomb_bytes: usize,
+    /// Decoded size of each `/farm/N` page (a hostile host: gzip pages that inflate to
+    /// this, each with `farm_links` links).
+    pub farm_bytes: usize,
+    pub farm_links: usize,
     /// Seconds `/slow` waits before answering.
     pub slow_secs: u64,
     /// Append every log entry as a JSON line to this file.
@@ -70,6 +74,8 @@ impl Default for SiteConfig {
             pages: 5,
             huge_bytes: 30 * 1024 * 1024,
             bomb_bytes: 200 * 1024 * 1024,
+            farm_bytes: 48 * 1024 * 1024,
+            farm_links: 60_000,
             slow_secs: 5,
             log_file: None,
         }
@@ -105,6 +111,7 @@ pub(crate) struct Shared {
     pub log_file: Option<Arc<Mutex<std::fs::File>>>,
     pub hits: Arc<Mutex<std::collections::HashMap<String, u32>>>,
     pub bomb: Arc<std::sync::OnceLock<bytes::Bytes>>,
+    pub farm: Arc<std::sync::OnceLock<bytes::Bytes>>,
     pub changing: Arc<Mutex<changing::Pages>>,
     /// robots.txt requests answered so far.
     pub robots_served: Arc<std::sync::atomic::AtomicU32>,
@@ -186,6 +193,7 @@ impl TestSite {
             log_file,
             hits: Arc::default(),
             bomb: Arc::default(),
+            farm: Arc::default(),
             changing: Arc::default(),
             robots_served: Arc::default(),
         };

@@ -55,6 +55,7 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/slow", get(slow))
         .route("/huge", get(huge))
         .route("/bomb", get(bomb))
+        .route("/farm/{n}", get(farm))
         .route("/gzip-page", get(gzip_page))
         .route("/charset/latin1", get(latin1))
         .route("/charset/meta", get(meta_charset))
@@ -304,6 +305,34 @@ async fn bomb(State(s): State<Shared>) -> Response {
             // decoder that follows members (as HTTP clients do) inflates all of them.
             let member = gzip(&vec![0u8; 1024 * 1024]);
             Bytes::from(member.repeat((size / (1024 * 1024)).max(1)))
+        })
+        .clone();
+    let mut h = HeaderMap::new();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html"));
+    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    (h, body).into_response()
+}
+
+/// A hostile host's page: gzip that inflates to `farm_bytes` of HTML, its first part
+/// `farm_links` links to other farm pages, the rest one paragraph of words. Built once, as
+/// concatenated gzip members (the padding member repeated), so serving it costs nothing.
+async fn farm(State(s): State<Shared>) -> Response {
+    let body = s
+        .farm
+        .get_or_init(|| {
+            let mut head =
+                String::from("<html><head><title>Farm</title></head><body><main><h1>Farm</h1><ul>");
+            for j in 0..s.cfg.farm_links {
+                head.push_str(&format!("<li><a href=\"/farm/{j}\">farm {j}</a></li>"));
+            }
+            head.push_str("</ul><p>");
+            let words = "grow the farm with many more words ";
+            let pad = words.repeat((s.cfg.farm_bytes / 8 / words.len()).clamp(32, 1 << 15));
+            let members = s.cfg.farm_bytes.saturating_sub(head.len()) / pad.len();
+            let mut body = gzip(head.as_bytes());
+            body.extend(gzip(pad.as_bytes()).repeat(members.max(1)));
+            body.extend(gzip(b"</p></main></body></html>"));
+            Bytes::from(body)
         })
         .clone();
     let mut h = HeaderMap::new();

@@ -528,12 +528,23 @@ impl Fetcher {
         if !(200..300).contains(&resp.status) {
             return fetched;
         }
-        let decoded = match body::decode_content(
+        // A page keeps only what extraction reads; listings are read whole (to 50 MiB).
+        let keep = match job.kind {
+            UrlKind::Page => PAGE_TEXT_MAX,
+            UrlKind::Sitemap | UrlKind::Feed => usize::MAX,
+        };
+        let decoded = match body::decode_prefix(
             &resp.payload,
             header_str(&resp.headers, "content-encoding"),
+            keep,
             self.cfg.max_decoded_bytes,
         ) {
-            Ok(b) => b,
+            Ok((b, total)) => {
+                if total > b.len() {
+                    fetched.error.get_or_insert_with(|| cut_page(total));
+                }
+                b
+            }
             Err(e) => {
                 let kind = match e {
                     body::BodyError::DecompressionLimit { .. } => "decompression_limit",
@@ -551,20 +562,15 @@ impl Fetcher {
                 if body::is_html(content_type.as_deref(), &decoded) {
                     let (mut text, charset) = body::decode_html(&decoded, content_type.as_deref());
                     if text.len() > PAGE_TEXT_MAX {
-                        // Extraction reads no further: the rest would only be carried.
+                        // A charset that takes more bytes in UTF-8 than in its own.
                         let mut cut = PAGE_TEXT_MAX;
                         while !text.is_char_boundary(cut) {
                             cut -= 1;
                         }
+                        let total = text.len();
                         text.truncate(cut);
-                        fetched.error.get_or_insert_with(|| {
-                            failure(
-                                "body_too_large",
-                                format!(
-                                    "page larger than the {PAGE_TEXT_MAX} bytes extraction reads; kept the first part"
-                                ),
-                            )
-                        });
+                        text.shrink_to_fit();
+                        fetched.error.get_or_insert_with(|| cut_page(total));
                     }
                     fetched.body = text.into_bytes();
                     fetched.charset = Some(charset.to_string());
@@ -581,6 +587,16 @@ impl Fetcher {
         }
         fetched
     }
+}
+
+/// The error of a page kept cut at what extraction reads.
+fn cut_page(total: usize) -> FetchFailure {
+    failure(
+        "body_too_large",
+        format!(
+            "page of {total} bytes decoded, larger than the {PAGE_TEXT_MAX} bytes extraction reads; kept the first part"
+        ),
+    )
 }
 
 /// What a later crawl needs of this response. A 304 keeps the earlier payload's digest and
