@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+use support::services::{NAMES, Services, Stack, free_port, service_bins, spawn, submit_wait};
 use support::{cleanup, max_overlap, min_gap_ms, options};
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
@@ -444,37 +444,23 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
     })
     .await
     .unwrap();
-    let tag = uuid::Uuid::new_v4().simple().to_string();
-    let (crawl, prefix) = (format!("x{}", &tag[..10]), format!("y{}", &tag[..10]));
-    let out = tempfile::tempdir().unwrap();
-    let env: Vec<(&str, String)> = vec![
-        ("TRAWL_CRAWL", crawl.clone()),
-        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
-        ("TRAWL_OUT", out.path().display().to_string()),
-        ("TRAWL_CONCURRENCY", "2".into()),
-        ("TRAWL_MAX_DELIVER", "3".into()),
-        ("TRAWL_ACK_WAIT_S", "5".into()),
-        // Page 2 of the chain is the poison; the crawl's other seeds go on around it.
-        ("TRAWL_FAULT_POISON", "page number 2 of the chain".into()),
-    ];
-    let mut services = Services(Vec::new());
-    for stage in 1..=4 {
-        let c = spawn(&paths[stage], &env, free_port());
-        services.0.push((NAMES[stage].to_string(), c));
-    }
+    let stack = Stack::start(
+        &paths,
+        &[
+            ("TRAWL_MAX_DELIVER", "3"),
+            ("TRAWL_ACK_WAIT_S", "5"),
+            // Page 2 of the chain is the poison; the crawl's other seeds go on around it.
+            ("TRAWL_FAULT_POISON", "page number 2 of the chain"),
+        ],
+    );
+    let (crawl, prefix, out) = (&stack.crawl, &stack.prefix, &stack.out);
     let seeds: Vec<String> = [1, 4]
         .iter()
         .map(|n| site.url(&format!("/page/{n}")))
         .collect();
     let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
     args.extend(["--allow-private", "--delay", "0"]);
-    let report = submit_wait(
-        &paths[0],
-        &args,
-        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
-    )
-    .await
-    .unwrap();
+    let report = stack.submit(&args).await;
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 1, "{report}");
 
@@ -509,8 +495,8 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
     );
     let dlq = Command::new(&paths[0])
         .args(["dlq", "list", "extractor"])
-        .env("TRAWL_CRAWL", &crawl)
-        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .env("TRAWL_CRAWL", crawl)
+        .env("TRAWL_QUEUE_PREFIX", prefix)
         .output()
         .unwrap();
     let listing = String::from_utf8_lossy(&dlq.stdout);
@@ -533,11 +519,7 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
         !letters[0]["reason"].as_str().unwrap().is_empty(),
         "{listing}"
     );
-    for (_, c) in &mut services.0 {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
+    stack.stop().await;
 }
 
 /// NATS carries at most `max_payload` (1 MB for the test server): a page whose record is
@@ -556,33 +538,16 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
     })
     .await
     .unwrap();
-    let tag = uuid::Uuid::new_v4().simple().to_string();
-    let (crawl, prefix) = (format!("m{}", &tag[..10]), format!("n{}", &tag[..10]));
-    let out = tempfile::tempdir().unwrap();
-    let env: Vec<(&str, String)> = vec![
-        ("TRAWL_CRAWL", crawl.clone()),
-        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
-        ("TRAWL_OUT", out.path().display().to_string()),
-        ("TRAWL_CONCURRENCY", "2".into()),
-        ("TRAWL_MAX_DELIVER", "2".into()),
-        ("TRAWL_ACK_WAIT_S", "5".into()),
-    ];
-    let mut services = Services(Vec::new());
-    for stage in 1..=4 {
-        let c = spawn(&paths[stage], &env, free_port());
-        services.0.push((NAMES[stage].to_string(), c));
-    }
+    let stack = Stack::start(
+        &paths,
+        &[("TRAWL_MAX_DELIVER", "2"), ("TRAWL_ACK_WAIT_S", "5")],
+    );
     let seed = site.url("/farm/seed");
-    let report = submit_wait(
-        &paths[0],
-        &[&seed, "--allow-private", "--delay", "0", "--max-pages", "3"],
-        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
-    )
-    .await
-    .unwrap();
+    let args = [&seed, "--allow-private", "--delay", "0", "--max-pages", "3"];
+    let report = stack.submit(&args).await;
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 0, "{report}");
-    let lines = all_lines(out.path());
+    let lines = all_lines(stack.out.path());
     assert_eq!(lines.len(), 3, "{report}");
     for l in &lines {
         assert_eq!(l["error"]["kind"], "record_too_large", "{}", l["error"]);
@@ -593,9 +558,5 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
         );
         assert!(serde_json::to_vec(l).unwrap().len() < 1 << 20);
     }
-    for (_, c) in &mut services.0 {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
+    stack.stop().await;
 }

@@ -109,3 +109,60 @@ pub fn listening(child: Child, port: u16) -> Option<Child> {
     }
     None
 }
+
+/// One crawl's four stage services (frontier, fetcher, extractor, indexer) over the shared
+/// NATS and Redis, under a crawl id and queue prefix of its own, writing to its own
+/// directory.
+pub struct Stack {
+    pub crawl: String,
+    pub prefix: String,
+    pub out: tempfile::TempDir,
+    pub services: Services,
+    trawl: PathBuf,
+}
+
+impl Stack {
+    /// Starts the stages with the stack's names, two workers each, and `extra` variables.
+    pub fn start(paths: &[PathBuf], extra: &[(&str, &str)]) -> Stack {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        let (crawl, prefix) = (format!("s{}", &tag[..10]), format!("q{}", &tag[..10]));
+        let out = tempfile::tempdir().unwrap();
+        let mut env: Vec<(&str, String)> = vec![
+            ("TRAWL_CRAWL", crawl.clone()),
+            ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+            ("TRAWL_OUT", out.path().display().to_string()),
+            ("TRAWL_CONCURRENCY", "2".into()),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        let mut services = Services(Vec::new());
+        for stage in 1..=4 {
+            let c = spawn(&paths[stage], &env, free_port());
+            services.0.push((NAMES[stage].to_string(), c));
+        }
+        Stack {
+            crawl,
+            prefix,
+            out,
+            services,
+            trawl: paths[0].clone(),
+        }
+    }
+
+    /// `trawl submit ARGS... --wait` for the stack's crawl; its drained status.
+    pub async fn submit(&self, args: &[&str]) -> serde_json::Value {
+        let env = [
+            ("TRAWL_CRAWL", self.crawl.as_str()),
+            ("TRAWL_QUEUE_PREFIX", self.prefix.as_str()),
+        ];
+        submit_wait(&self.trawl, args, &env).await.unwrap()
+    }
+
+    /// Stops the services and removes the crawl's keys.
+    pub async fn stop(mut self) {
+        for (_, c) in &mut self.services.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        crate::cleanup(&self.prefix, &self.crawl, Some("redis://127.0.0.1:6379")).await;
+    }
+}
