@@ -460,7 +460,7 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
         .collect();
     let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
     args.extend(["--allow-private", "--delay", "0"]);
-    let report = stack.submit(&args).await;
+    let report = stack.submit(&args).await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 1, "{report}");
 
@@ -544,7 +544,7 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
     );
     let seed = site.url("/farm/seed");
     let args = [&seed, "--allow-private", "--delay", "0", "--max-pages", "3"];
-    let report = stack.submit(&args).await;
+    let report = stack.submit(&args).await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 0, "{report}");
     let lines = all_lines(stack.out.path());
@@ -558,5 +558,85 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
         );
         assert!(serde_json::to_vec(l).unwrap().len() < 1 << 20);
     }
+    stack.stop().await;
+}
+
+/// A fetch that outlasts its claim's TTL (a 5 s page, a 2 s TTL): the fetcher renews the
+/// claim while it waits, so the job is not queued again and fetched a second time, in
+/// parallel, by the other worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_longer_than_its_claim_is_fetched_once() {
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        slow_secs: 5,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let stack = Stack::start(&paths, &[("TRAWL_CLAIM_TTL_S", "2")]);
+    let seed = site.url("/slow");
+    let report = stack
+        .submit(&[&seed, "--allow-private", "--delay", "0", "--timeout", "20"])
+        .await
+        .unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(site.started("slow"), 1, "fetched once");
+    let lines = all_lines(stack.out.path());
+    let slow: Vec<_> = lines
+        .iter()
+        .filter(|l| l["url"].as_str().unwrap().ends_with("/slow"))
+        .collect();
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0]["status"], 200, "{}", slow[0]);
+    stack.stop().await;
+}
+
+/// A fetcher killed while it holds a job, with one delivery allowed: the server gives the
+/// job up, it is dead-lettered and gets its line, and its host claim is released then, so
+/// the claim's expiry does not queue it again (a fetch, a second letter, a second line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        slow_secs: 30,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut stack = Stack::start(
+        &paths,
+        &[
+            ("TRAWL_MAX_DELIVER", "1"),
+            ("TRAWL_ACK_WAIT_S", "8"),
+            ("TRAWL_CLAIM_TTL_S", "12"),
+        ],
+    );
+    let seed = site.url("/slow");
+    let submitted = stack.submit(&[&seed, "--allow-private", "--delay", "0", "--timeout", "60"]);
+    tokio::pin!(submitted);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while site.started("slow") == 0 {
+        assert!(Instant::now() < deadline, "the fetcher never took the job");
+        tokio::select! {
+            r = &mut submitted => panic!("drained before the fetch: {r:?}"),
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+    stack.kill_and_restart(1);
+    let report = submitted.await.unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(report["dead_letters"], 1, "{report}");
+    // Past the claim's TTL: had the claim stayed, its expiry would have queued the job.
+    tokio::time::sleep(Duration::from_secs(13)).await;
+    assert_eq!(site.started("slow"), 1, "fetched once");
+    let lines = all_lines(stack.out.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["error"]["kind"], "dead_lettered", "{}", lines[0]);
     stack.stop().await;
 }

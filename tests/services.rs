@@ -119,15 +119,17 @@ pub struct Stack {
     pub out: tempfile::TempDir,
     pub services: Services,
     trawl: PathBuf,
+    paths: Vec<PathBuf>,
+    env: Vec<(&'static str, String)>,
 }
 
 impl Stack {
     /// Starts the stages with the stack's names, two workers each, and `extra` variables.
-    pub fn start(paths: &[PathBuf], extra: &[(&str, &str)]) -> Stack {
+    pub fn start(paths: &[PathBuf], extra: &[(&'static str, &str)]) -> Stack {
         let tag = uuid::Uuid::new_v4().simple().to_string();
         let (crawl, prefix) = (format!("s{}", &tag[..10]), format!("q{}", &tag[..10]));
         let out = tempfile::tempdir().unwrap();
-        let mut env: Vec<(&str, String)> = vec![
+        let mut env: Vec<(&'static str, String)> = vec![
             ("TRAWL_CRAWL", crawl.clone()),
             ("TRAWL_QUEUE_PREFIX", prefix.clone()),
             ("TRAWL_OUT", out.path().display().to_string()),
@@ -145,16 +147,28 @@ impl Stack {
             out,
             services,
             trawl: paths[0].clone(),
+            paths: paths.to_vec(),
+            env,
         }
     }
 
-    /// `trawl submit ARGS... --wait` for the stack's crawl; its drained status.
-    pub async fn submit(&self, args: &[&str]) -> serde_json::Value {
+    /// Kills the service at `i` (0: frontier, 1: fetcher, 2: extractor, 3: indexer) with
+    /// SIGKILL and starts it again.
+    pub fn kill_and_restart(&mut self, i: usize) {
+        let (_, c) = &mut self.services.0[i];
+        let _ = c.kill();
+        let _ = c.wait();
+        *c = spawn(&self.paths[i + 1], &self.env, free_port());
+    }
+
+    /// `trawl submit ARGS... --wait` for the stack's crawl, started now; the handle yields
+    /// its drained status.
+    pub fn submit(&self, args: &[&str]) -> tokio::task::JoinHandle<serde_json::Value> {
         let env = [
             ("TRAWL_CRAWL", self.crawl.as_str()),
             ("TRAWL_QUEUE_PREFIX", self.prefix.as_str()),
         ];
-        submit_wait(&self.trawl, args, &env).await.unwrap()
+        submit_wait(&self.trawl, args, &env)
     }
 
     /// Stops the services and removes the crawl's keys.

@@ -2,24 +2,27 @@
 //! dead-lettered (a stage failed on it `max_deliver` times, or the server gave up on it)
 //! still ends as a line of its crawl's `pages-*.jsonl`, with `error.kind = dead_lettered`
 //! and the hop, reason and deliveries in its message. The dead letters stay in their
-//! streams for `trawl dlq`; the indexers read them through a durable consumer of their
-//! own per crawl and hop (`dead-pages-<crawl>`), as a [`Queue`] of [`Doc`]s the indexer's
-//! writer loop takes like any other.
+//! streams for `trawl dlq`; the indexers read their crawl's (its subject token, see
+//! [`crate::jetstream::crawl_token`]) through a durable consumer of their own per crawl
+//! and hop, as a [`Queue`] of [`Doc`]s the indexer's writer loop takes like any other.
+//! A dead-lettered fetch job's host claim is released here: nobody else would, and its
+//! expiry would queue the job again, to be dead-lettered again.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, stream};
+use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::Value;
 use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
+use trawl_core::state::State;
 use trawl_core::{CoreError, CoreResult, Doc, FetchFailure, MESSAGE_VERSION, PageRecord, UrlKind};
 
-use crate::jetstream::QueueConfig;
+use crate::jetstream::{QueueConfig, crawl_token, dead_letter_stream, dead_letter_subject_of};
 
 /// The hops whose messages are pages: what is dead-lettered on them is a page lost.
 pub const PAGE_HOPS: [(&str, &str); 3] = [
@@ -32,19 +35,8 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("dead pages {what}: {e}"))
 }
 
-/// A consumer name is a NATS token: no `.`, `*`, `>` or white space.
 fn consumer_name(crawl: &str) -> String {
-    let crawl: String = crawl
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("dead-pages-{crawl}")
+    format!("dead-pages-{}", crawl_token(crawl))
 }
 
 /// The dead-lettered pages of one crawl, oldest first per hop.
@@ -53,28 +45,23 @@ pub struct DeadPages {
     consumers: Vec<(&'static str, PullConsumer)>,
     inflight: Mutex<HashMap<u64, jetstream::Message>>,
     next_id: AtomicU64,
+    state: Option<Arc<dyn State>>,
 }
 
 impl DeadPages {
-    /// Opens (or creates) the crawl's consumer on each page hop's dead-letter stream.
+    /// Opens (or creates) the crawl's consumer on each page hop's dead-letter stream;
+    /// with `state` (the crawl's), dead-lettered fetch jobs' claims are released.
     pub async fn connect(
         client: &async_nats::Client,
         cluster: &ClusterSettings,
         crawl: &str,
+        state: Option<Arc<dyn State>>,
     ) -> CoreResult<Self> {
         let js = jetstream::new(client.clone());
         let mut consumers = Vec::new();
         for (hop, stage) in PAGE_HOPS {
             let q = QueueConfig::from_settings(cluster, hop, stage);
-            let stream = js
-                .get_or_create_stream(stream::Config {
-                    name: q.dead_letter_stream.clone(),
-                    subjects: vec![q.dead_letter_subject.clone()],
-                    storage: stream::StorageType::File,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| backend("stream", e))?;
+            let stream = dead_letter_stream(&js, &q).await?;
             let name = consumer_name(crawl);
             let consumer: PullConsumer = stream
                 .get_or_create_consumer(
@@ -83,6 +70,7 @@ impl DeadPages {
                         durable_name: Some(name.clone()),
                         ack_policy: jetstream::consumer::AckPolicy::Explicit,
                         ack_wait: q.ack_wait,
+                        filter_subject: dead_letter_subject_of(&q, crawl),
                         ..Default::default()
                     },
                 )
@@ -95,11 +83,27 @@ impl DeadPages {
             consumers,
             inflight: Mutex::default(),
             next_id: AtomicU64::new(1),
+            state,
         })
     }
 
-    /// Turns one dead letter into its page's record; `None` for another crawl's letter or
-    /// one whose URL cannot be read.
+    /// Frees the host slot a dead-lettered fetch job held (by its id: releasing one that
+    /// already went is a no-op).
+    async fn release_claim(&self, hop: &str, m: &jetstream::Message) -> CoreResult<()> {
+        let (Some(state), "fetch") = (&self.state, hop) else {
+            return Ok(());
+        };
+        let Ok(job) = serde_json::from_slice::<trawl_core::FetchJob>(&m.payload) else {
+            return Ok(());
+        };
+        if let Some(id) = job.claim.as_deref() {
+            state.release(&job.host, Some(id), 0).await?;
+        }
+        Ok(())
+    }
+
+    /// Turns one dead letter into its page's record; `None` for one whose URL cannot be
+    /// read (the consumer sees only this crawl's letters; the check is kept anyway).
     fn record(&self, hop: &str, m: &jetstream::Message) -> Option<Doc> {
         let v: Value = serde_json::from_slice(&m.payload).ok()?;
         let crawl = v["crawl"].as_str()?;
@@ -121,10 +125,19 @@ impl DeadPages {
                 header("Trawl-Deliveries")
             ),
         };
-        let mut page = match hop {
-            "docs" => serde_json::from_value::<PageRecord>(v["page"].clone()).ok()?,
-            _ => {
-                let job = if hop == "fetch" { &v } else { &v["job"] };
+        let record = match hop {
+            "docs" => serde_json::from_value::<PageRecord>(v["page"].clone()).ok(),
+            _ => None,
+        };
+        let mut page = match record {
+            Some(r) => r,
+            None => {
+                // A record that no longer reads: its URL is enough for its line.
+                let job = match hop {
+                    "fetch" => &v,
+                    "fetched" => &v["job"],
+                    _ => &v["page"],
+                };
                 let url = job["url"].as_str()?.to_string();
                 PageRecord {
                     final_url: v["final_url"].as_str().unwrap_or(&url).to_string(),
@@ -176,6 +189,7 @@ impl Queue<Doc> for DeadPages {
                 .map_err(|e| backend("pull", e))?;
             while let Some(m) = msgs.next().await {
                 let Ok(m) = m else { continue };
+                self.release_claim(hop, &m).await?;
                 match self.record(hop, &m) {
                     Some(msg) => {
                         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

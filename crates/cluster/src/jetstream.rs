@@ -39,9 +39,68 @@ pub struct QueueConfig {
     pub ack_wait: Duration,
     /// Messages the stream holds before publishers wait (back-pressure).
     pub max_messages: i64,
-    /// Dead-letter stream and subject, e.g. `TRAWL_DLQ_FETCH` / `trawl.dlq.fetch`.
+    /// Dead-letter stream and subject, e.g. `TRAWL_DLQ_FETCH` / `trawl.dlq.fetch`; a
+    /// letter is published under the subject plus its crawl's token
+    /// ([`dead_letter_subject_of`]), so a crawl's letters can be read alone.
     pub dead_letter_stream: String,
     pub dead_letter_subject: String,
+}
+
+/// A crawl id as one NATS subject token (and consumer-name part): its safe characters,
+/// then a hash of the whole id, so two ids never share a token.
+pub fn crawl_token(crawl: &str) -> String {
+    let safe: String = crawl
+        .chars()
+        .take(48)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let hash = (trawl_core::state::seen_digest(crawl) >> 96) as u32;
+    format!("{safe}-{hash:08x}")
+}
+
+/// Where the letters of one crawl's messages on this hop go.
+pub fn dead_letter_subject_of(cfg: &QueueConfig, crawl: &str) -> String {
+    format!("{}.{}", cfg.dead_letter_subject, crawl_token(crawl))
+}
+
+/// The dead-letter stream of a hop, made or brought up to date (its subjects took a
+/// per-crawl token later: a stream made before takes them too).
+pub(crate) async fn dead_letter_stream(
+    js: &jetstream::Context,
+    cfg: &QueueConfig,
+) -> CoreResult<stream::Stream> {
+    let subjects = vec![
+        cfg.dead_letter_subject.clone(),
+        format!("{}.>", cfg.dead_letter_subject),
+    ];
+    let mut stream = js
+        .get_or_create_stream(stream::Config {
+            name: cfg.dead_letter_stream.clone(),
+            subjects: subjects.clone(),
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| backend("dead-letter stream", e))?;
+    let mut config = stream
+        .info()
+        .await
+        .map_err(|e| backend("dead-letter stream info", e))?
+        .config
+        .clone();
+    if config.subjects != subjects {
+        config.subjects = subjects;
+        js.update_stream(config)
+            .await
+            .map_err(|e| backend("dead-letter stream update", e))?;
+    }
+    Ok(stream)
 }
 
 impl QueueConfig {
@@ -120,14 +179,21 @@ impl<M> JetStreamQueue<M> {
             })
             .await
             .map_err(|e| backend("stream", e))?;
-        js.get_or_create_stream(stream::Config {
-            name: cfg.dead_letter_stream.clone(),
-            subjects: vec![cfg.dead_letter_subject.clone()],
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| backend("dead-letter stream", e))?;
+        let mut stream = stream;
+        // A stream made before under other limits (the fetch hop's depth) takes these.
+        let mut config = stream
+            .info()
+            .await
+            .map_err(|e| backend("stream info", e))?
+            .config
+            .clone();
+        if config.max_messages != cfg.max_messages {
+            config.max_messages = cfg.max_messages;
+            js.update_stream(config)
+                .await
+                .map_err(|e| backend("stream update", e))?;
+        }
+        dead_letter_stream(&js, &cfg).await?;
         let consumer: PullConsumer = stream
             .get_or_create_consumer(
                 &cfg.consumer,
@@ -214,6 +280,12 @@ impl<M> JetStreamQueue<M> {
     }
 }
 
+/// The one field a dead letter's subject needs, read without the rest of the message.
+#[derive(serde::Deserialize)]
+struct CrawlOf {
+    crawl: Option<String>,
+}
+
 async fn publish_dead_letter(
     js: &jetstream::Context,
     cfg: &QueueConfig,
@@ -232,7 +304,15 @@ async fn publish_dead_letter(
     if seq > 0 {
         headers.insert("Nats-Msg-Id", format!("{}:{seq}", cfg.stream).as_str());
     }
-    js.publish_with_headers(cfg.dead_letter_subject.clone(), headers, payload)
+    // The crawl the message belongs to, when its JSON says (every hop's message does).
+    let crawl = serde_json::from_slice::<CrawlOf>(&payload)
+        .ok()
+        .and_then(|c| c.crawl);
+    let subject = match crawl {
+        Some(c) => dead_letter_subject_of(cfg, &c),
+        None => cfg.dead_letter_subject.clone(),
+    };
+    js.publish_with_headers(subject, headers, payload)
         .await
         .map_err(|e| backend("dead-letter publish", e))?
         .await
@@ -509,4 +589,27 @@ pub async fn hop_stats(client: &async_nats::Client, cluster: &ClusterSettings) -
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crawl_tokens_are_subject_safe_and_distinct() {
+        let (a, b) = (crawl_token("docs.v1"), crawl_token("docs_v1"));
+        assert_ne!(a, b, "the same safe characters, different crawls");
+        for t in [&a, &b, &crawl_token("a b*c>d"), &crawl_token("")] {
+            assert!(
+                t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                "{t}"
+            );
+        }
+        let cfg = QueueConfig::for_hop("trawl", "fetch", "fetcher");
+        assert_eq!(
+            dead_letter_subject_of(&cfg, "docs.v1"),
+            format!("trawl.dlq.fetch.{a}")
+        );
+    }
 }

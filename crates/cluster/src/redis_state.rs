@@ -309,6 +309,12 @@ impl State for RedisState {
         Ok(held == 1)
     }
 
+    fn renew_every(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_millis(
+            (self.claim_ttl_ms / 3).max(200),
+        ))
+    }
+
     async fn release(
         &self,
         host: &str,

@@ -169,18 +169,19 @@ impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
             .acquire()
             .await
             .map_err(|_| CoreError::Closed)?;
-        permit.forget();
         let mut kib = 0;
         if let Some(b) = &self.bytes {
             kib = ((b.weigh)(&msg).div_ceil(1024)).min(b.max_kib as usize) as u32;
-            match b.permits.acquire_many(kib).await {
-                Ok(p) => p.forget(),
-                Err(_) => {
-                    self.capacity.add_permits(1);
-                    return Err(CoreError::Closed);
-                }
-            }
+            // Both permits are forgotten only once both are held: a publish cancelled
+            // while it waits for bytes gives its slot back.
+            let bytes = b
+                .permits
+                .acquire_many(kib)
+                .await
+                .map_err(|_| CoreError::Closed)?;
+            bytes.forget();
         }
+        permit.forget();
         {
             let mut inner = self.lock();
             if inner.closed {

@@ -72,6 +72,12 @@ pub trait State: Send + Sync {
     async fn hold(&self, _host: &str, _claim: &str, _now_ms: u64) -> CoreResult<bool> {
         Ok(true)
     }
+    /// How often a fetch in progress renews its named claim ([`State::hold`]), so that a
+    /// long one (Crawl-delay waits, redirect hops, slow servers) never outlives it; `None`
+    /// where claims never expire.
+    fn renew_every(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Earliest time any queued host becomes ready, if any host has work and a free slot.
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>>;
     /// URLs waiting in host queues.

@@ -135,10 +135,13 @@ pub fn canonical_url(page: &PageRecord) -> &str {
         .unwrap_or(&page.final_url)
 }
 
-/// Pages worth indexing: a 2xx answer with text, and not a copy of another page.
+/// Pages worth indexing: a 2xx answer with text, and not a copy of another page. A page
+/// kept cut (past the body cap or the 8 MiB extraction reads, or to fit a message) is
+/// indexed from the part that was kept.
 pub fn wants(page: &PageRecord) -> bool {
+    let cut = |kind: &str| matches!(kind, "body_too_large" | "record_too_large");
     (200..300).contains(&page.status)
-        && page.error.is_none()
+        && page.error.as_ref().is_none_or(|e| cut(&e.kind))
         && page.duplicate_of.is_none()
         && !page.text.trim().is_empty()
 }

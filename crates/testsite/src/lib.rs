@@ -243,6 +243,13 @@ impl TestSite {
     }
 
     /// Requests to paths starting with `prefix`.
+    /// Requests a counting scenario has started (`slow`, `retry/NAME`, ...), answered or
+    /// not: the access log has a request only once it is answered.
+    pub fn started(&self, key: &str) -> u32 {
+        let hits = self.shared.hits.lock().unwrap_or_else(|e| e.into_inner());
+        hits.get(key).copied().unwrap_or(0)
+    }
+
     pub fn hits(&self, prefix: &str) -> Vec<LogEntry> {
         self.log()
             .into_iter()

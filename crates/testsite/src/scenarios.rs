@@ -269,6 +269,7 @@ async fn unavailable(State(s): State<Shared>, Path(name): Path<String>) -> Respo
 }
 
 async fn slow(State(s): State<Shared>) -> Response {
+    bump(&s, "slow".into());
     tokio::time::sleep(Duration::from_secs(s.cfg.slow_secs)).await;
     page("Slow", "<p>Finally.</p>", &[])
 }

@@ -83,6 +83,32 @@ async fn still_held(fetcher: &Fetcher, job: &FetchJob) -> Result<bool, FetchErro
     Ok(false)
 }
 
+/// Runs `work` while renewing the job's named claim, so that a long fetch (Crawl-delay
+/// waits between robots.txt, redirect hops and the page) never outlives its claim, whose
+/// expiry would queue the job again and fetch it twice at once.
+async fn renewing<T>(
+    state: &Arc<dyn trawl_core::state::State>,
+    job: &FetchJob,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let (Some(id), Some(every)) = (job.claim.as_deref(), state.renew_every()) else {
+        return work.await;
+    };
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            _ = tick.tick() => {
+                if let Err(e) = state.hold(&job.host, id, now_ms()).await {
+                    tracing::warn!(url = %job.url, "claim not renewed: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// Fetches one claimed job, hands its results on, re-queues it on 429/503 and releases the
 /// host. Outputs are published before the release so a crash repeats work, never loses it.
 async fn handle(
@@ -92,7 +118,7 @@ async fn handle(
     job: FetchJob,
 ) -> Result<(), FetchError> {
     let state = fetcher.state();
-    let out = fetcher.fetch(&job).await?;
+    let out = renewing(state, &job, fetcher.fetch(&job)).await?;
     // Nothing is handed on unarchived: the job stays unacked (redelivered after a restart,
     // fetched again on a resume) and the stage stops naming the cause.
     if let Some(e) = fetcher.warc_failure() {

@@ -534,9 +534,25 @@ pub async fn serve(
     let dead = {
         let (sink, state, stop) = (sink.clone(), state.clone(), ctx.shutdown.clone());
         async move {
-            match dead_pages {
-                Some(q) => run_worker(q, sink, state, WriterOutputs::default(), stop).await,
-                None => Ok(()),
+            let Some(q) = dead_pages else {
+                return Ok(());
+            };
+            // A failure here (NATS between two pulls, say) is retried in place: the
+            // letters wait in their stream, and the pages loop is not cut mid-batch.
+            loop {
+                let (q, sink, state) = (q.clone(), sink.clone(), state.clone());
+                match run_worker(q, sink, state, WriterOutputs::default(), stop.clone()).await {
+                    Ok(()) => return Ok(()),
+                    Err(e) => tracing::warn!("dead-lettered pages: {e}; trying again in 5 s"),
+                }
+                let mut stop = stop.clone();
+                if stop
+                    .run_until(tokio::time::sleep(Duration::from_secs(5)))
+                    .await
+                    .is_none()
+                {
+                    return Ok::<(), IndexerError>(());
+                }
             }
         }
     };

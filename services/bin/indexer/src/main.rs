@@ -27,6 +27,7 @@ async fn main() -> std::process::ExitCode {
             &backends.client,
             &backends.settings.cluster,
             &ctx.spec.crawl,
+            Some(ctx.state.clone()),
         )
         .await
         .map_err(|e| e.to_string())?;
