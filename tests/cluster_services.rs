@@ -561,9 +561,10 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
     stack.stop().await;
 }
 
-/// A fetch that outlasts its claim's TTL (a 5 s page, a 2 s TTL): the fetcher renews the
-/// claim while it waits, so the job is not queued again and fetched a second time, in
-/// parallel, by the other worker.
+/// A fetch that outlasts its claim's TTL and its delivery's ack wait (a 5 s page, 2 s
+/// each, one delivery allowed): the fetcher renews both while it waits, so the job is
+/// neither queued again and fetched a second time, in parallel, by the other worker, nor
+/// given up by the server and dead-lettered while it is fetched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_longer_than_its_claim_is_fetched_once() {
     let Some(paths) = service_bins() else {
@@ -576,13 +577,21 @@ async fn a_fetch_longer_than_its_claim_is_fetched_once() {
     })
     .await
     .unwrap();
-    let stack = Stack::start(&paths, &[("TRAWL_CLAIM_TTL_S", "2")]);
+    let stack = Stack::start(
+        &paths,
+        &[
+            ("TRAWL_CLAIM_TTL_S", "2"),
+            ("TRAWL_ACK_WAIT_S", "2"),
+            ("TRAWL_MAX_DELIVER", "1"),
+        ],
+    );
     let seed = site.url("/slow");
     let report = stack
         .submit(&[&seed, "--allow-private", "--delay", "0", "--timeout", "20"])
         .await
         .unwrap();
     assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(report["dead_letters"], 0, "{report}");
     assert_eq!(site.started("slow"), 1, "fetched once");
     let lines = all_lines(stack.out.path());
     let slow: Vec<_> = lines
@@ -604,7 +613,7 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     };
     let site = TestSite::start(SiteConfig {
         robots: Robots::Status(404),
-        slow_secs: 30,
+        slow_secs: 12,
         ..SiteConfig::default()
     })
     .await
@@ -638,5 +647,37 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     let lines = all_lines(stack.out.path());
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["error"]["kind"], "dead_lettered", "{}", lines[0]);
+
+    // Replayed, the job goes back to its host's queue for a claim of its own, and is
+    // fetched; the fetch outlasts the delivery's ack wait (12 s against 8), which the
+    // fetcher keeps renewing, so its one allowed delivery is not given up again.
+    let replay = Command::new(&paths[0])
+        .args(["dlq", "replay", "fetcher"])
+        .env("TRAWL_CRAWL", &stack.crawl)
+        .env("TRAWL_QUEUE_PREFIX", &stack.prefix)
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let fetched = loop {
+        let lines = all_lines(stack.out.path());
+        if let Some(l) = lines.iter().find(|l| l["status"] == 200) {
+            break l.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replayed job was not fetched: {lines:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        fetched["url"].as_str().unwrap().ends_with("/slow"),
+        "{fetched}"
+    );
+    assert_eq!(site.started("slow"), 2);
     stack.stop().await;
 }

@@ -369,6 +369,20 @@ fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
         })
 }
 
+/// A dead letter as it goes back on its hop. A fetch job leaves its host claim behind
+/// (released when it was dead-lettered): without one, the fetcher puts it in its host's
+/// queue to be claimed anew.
+fn replayable(hop: &str, payload: &str) -> Vec<u8> {
+    if hop == "fetch"
+        && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(payload)
+        && let Some(job) = v.as_object_mut()
+    {
+        job.remove("claim");
+        return serde_json::to_vec(&v).unwrap_or_else(|_| payload.as_bytes().to_vec());
+    }
+    payload.as_bytes().to_vec()
+}
+
 pub async fn dlq(args: &DlqArgs) -> anyhow::Result<()> {
     let (hop, stage) = hop_of(&args.stage)?;
     let client = service::nats(&args.cluster)
@@ -390,8 +404,9 @@ pub async fn dlq(args: &DlqArgs) -> anyhow::Result<()> {
                 .await
                 .context("dead-letter stream")?;
             for d in &letters {
+                let payload = replayable(hop, &d.payload);
                 // Back on the hop first, then out of the dead letters: never lost in between.
-                js.publish(q.subject.clone(), d.payload.clone().into())
+                js.publish(q.subject.clone(), payload.into())
                     .await?
                     .await
                     .context("republishing")?;

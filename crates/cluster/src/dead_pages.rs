@@ -93,7 +93,12 @@ impl DeadPages {
         let (Some(state), "fetch") = (&self.state, hop) else {
             return Ok(());
         };
-        let Ok(job) = serde_json::from_slice::<trawl_core::FetchJob>(&m.payload) else {
+        #[derive(serde::Deserialize)]
+        struct Held {
+            host: String,
+            claim: Option<String>,
+        }
+        let Ok(job) = serde_json::from_slice::<Held>(&m.payload) else {
             return Ok(());
         };
         if let Some(id) = job.claim.as_deref() {
@@ -189,7 +194,11 @@ impl Queue<Doc> for DeadPages {
                 .map_err(|e| backend("pull", e))?;
             while let Some(m) = msgs.next().await {
                 let Ok(m) = m else { continue };
-                self.release_claim(hop, &m).await?;
+                // A failed release leaves the claim to expire, which queues the job again:
+                // worth a warning, not losing the letters pulled with it.
+                if let Err(e) = self.release_claim(hop, &m).await {
+                    tracing::warn!("dead-lettered fetch job's claim not released: {e}");
+                }
                 match self.record(hop, &m) {
                     Some(msg) => {
                         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

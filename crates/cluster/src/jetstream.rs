@@ -469,6 +469,14 @@ where
         self.dead_letter(&m, "terminated", attempt).await
     }
 
+    async fn progress(&self, id: u64) -> CoreResult<()> {
+        self.in_progress(id).await
+    }
+
+    fn progress_every(&self) -> Option<Duration> {
+        Some(self.cfg.ack_wait / 3)
+    }
+
     async fn len(&self) -> CoreResult<usize> {
         let mut s = self.stream.lock().await;
         let info = s.info().await.map_err(|e| backend("stream info", e))?;

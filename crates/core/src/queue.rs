@@ -40,6 +40,15 @@ pub trait Queue<M: Send + 'static>: Send + Sync {
     async fn term(&self, id: u64) -> CoreResult<()>;
     /// Ready plus unacknowledged messages.
     async fn len(&self) -> CoreResult<usize>;
+    /// The delivery is still being worked on: not redelivered to another consumer yet.
+    async fn progress(&self, _id: u64) -> CoreResult<()> {
+        Ok(())
+    }
+    /// How often a long task says [`Queue::progress`]; `None` where deliveries never time
+    /// out (the in-memory queue).
+    fn progress_every(&self) -> Option<Duration> {
+        None
+    }
     async fn is_empty(&self) -> CoreResult<bool> {
         Ok(self.len().await? == 0)
     }

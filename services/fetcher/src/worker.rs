@@ -50,8 +50,9 @@ pub async fn run_worker(
             return Ok(());
         };
         for d in batch? {
-            if still_held(&fetcher, &d.msg).await? {
-                handle(&fetcher, &*fetched, &*discovered, d.msg).await?;
+            if still_held(&fetcher, &*fetched, &d.msg).await? {
+                let delivery = Some((&*jobs, d.id));
+                handle(&fetcher, &*fetched, &*discovered, d.msg, delivery).await?;
             }
             jobs.ack(d.id).await?;
             // Fast path: a host that is ready now is claimed here directly instead of waiting
@@ -61,7 +62,7 @@ pub async fn run_worker(
                 let Some(claim) = state.claim(now_ms()).await? else {
                     break;
                 };
-                handle(&fetcher, &*fetched, &*discovered, claim.job).await?;
+                handle(&fetcher, &*fetched, &*discovered, claim.job, None).await?;
             }
         }
     }
@@ -70,11 +71,21 @@ pub async fn run_worker(
 /// Whether the job's named claim is still held (renewed for another TTL). A job that
 /// waited in the fetch stream past its claim's TTL was put back in its host's queue when
 /// the claim expired; that copy is fetched under a new claim, so this one is dropped.
-async fn still_held(fetcher: &Fetcher, job: &FetchJob) -> Result<bool, FetchError> {
-    let Some(id) = job.claim.as_deref() else {
-        return Ok(true);
-    };
+async fn still_held(
+    fetcher: &Fetcher,
+    fetched: &dyn Queue<Fetched>,
+    job: &FetchJob,
+) -> Result<bool, FetchError> {
     let state = fetcher.state();
+    let Some(id) = job.claim.as_deref() else {
+        if state.renew_every().is_none() {
+            return Ok(true);
+        }
+        // Claims are named here, and this job holds none (a dead letter replayed onto the
+        // hop): into its host's queue, to be claimed, and spaced, like any other.
+        requeue(fetcher, fetched, job.clone(), 0).await?;
+        return Ok(false);
+    };
     if state.hold(&job.host, id, now_ms()).await? {
         return Ok(true);
     }
@@ -83,26 +94,45 @@ async fn still_held(fetcher: &Fetcher, job: &FetchJob) -> Result<bool, FetchErro
     Ok(false)
 }
 
-/// Runs `work` while renewing the job's named claim, so that a long fetch (Crawl-delay
-/// waits between robots.txt, redirect hops and the page) never outlives its claim, whose
-/// expiry would queue the job again and fetch it twice at once.
+/// Where a job came from on the fetch hop, to say it is still being worked on.
+type FromHop<'a> = Option<(&'a dyn Queue<FetchJob>, u64)>;
+
+/// Runs `work` while renewing the job's named claim and its delivery, so that a long
+/// fetch (Crawl-delay waits between robots.txt, redirect hops and the page, a slow server)
+/// outlives neither: the claim's expiry would queue the job again, the delivery's would
+/// hand it to another fetcher, and either would fetch it twice at once.
 async fn renewing<T>(
     state: &Arc<dyn trawl_core::state::State>,
     job: &FetchJob,
+    from: FromHop<'_>,
     work: impl std::future::Future<Output = T>,
 ) -> T {
-    let (Some(id), Some(every)) = (job.claim.as_deref(), state.renew_every()) else {
-        return work.await;
+    let claim = job.claim.as_deref().zip(state.renew_every());
+    let delivery = from.and_then(|(q, id)| q.progress_every().map(|every| (q, id, every)));
+    let every = match (claim.map(|c| c.1), delivery.map(|d| d.2)) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return work.await,
     };
     tokio::pin!(work);
-    let mut tick = tokio::time::interval(every);
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {
         tokio::select! {
             out = &mut work => return out,
             _ = tick.tick() => {
-                if let Err(e) = state.hold(&job.host, id, now_ms()).await {
-                    tracing::warn!(url = %job.url, "claim not renewed: {e}");
+                if let Some((id, _)) = claim {
+                    match state.hold(&job.host, id, now_ms()).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(url = %job.url, "claim lost during the fetch"),
+                        Err(e) => tracing::warn!(url = %job.url, "claim not renewed: {e}"),
+                    }
+                }
+                if let Some((q, id, _)) = delivery
+                    && let Err(e) = q.progress(id).await
+                {
+                    tracing::warn!(url = %job.url, "delivery not renewed: {e}");
                 }
             }
         }
@@ -116,9 +146,10 @@ async fn handle(
     fetched: &dyn Queue<Fetched>,
     discovered: &dyn Queue<Discovered>,
     job: FetchJob,
+    from: FromHop<'_>,
 ) -> Result<(), FetchError> {
     let state = fetcher.state();
-    let out = renewing(state, &job, fetcher.fetch(&job)).await?;
+    let out = renewing(state, &job, from, fetcher.fetch(&job)).await?;
     // Nothing is handed on unarchived: the job stays unacked (redelivered after a restart,
     // fetched again on a resume) and the stage stops naming the cause.
     if let Some(e) = fetcher.warc_failure() {
