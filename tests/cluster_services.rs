@@ -370,36 +370,17 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     .await
     .unwrap();
     let seed = site.url("/page/1");
-    let tag = uuid::Uuid::new_v4().simple().to_string();
-    let (crawl, prefix) = (format!("r{}", &tag[..10]), format!("s{}", &tag[..10]));
-    let out = tempfile::tempdir().unwrap();
-    let env: Vec<(&str, String)> = vec![
-        ("TRAWL_CRAWL", crawl.clone()),
-        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
-        ("TRAWL_OUT", out.path().display().to_string()),
-        ("TRAWL_REDIS_URL", redis_url.clone()),
-        ("TRAWL_CONCURRENCY", "2".into()),
-        ("TRAWL_ACK_WAIT_S", "1".into()),
-        // A claim whose reply was lost in the outage frees itself (and its job) soon.
-        ("TRAWL_CLAIM_TTL_S", "3".into()),
-        ("TRAWL_MAX_DELIVER", "50".into()),
-    ];
-    let mut services = Services(Vec::new());
-    for (i, stage) in [1usize, 2, 3, 4].iter().enumerate() {
-        services.0.push((
-            format!("{}#{i}", NAMES[*stage]),
-            spawn(&paths[*stage], &env, free_port()),
-        ));
-    }
-    let waiter = submit_wait(
-        &paths[0],
-        &[&seed, "--allow-private", "--delay", "150"],
+    let stack = Stack::start(
+        &paths,
         &[
-            ("TRAWL_CRAWL", &crawl),
-            ("TRAWL_QUEUE_PREFIX", &prefix),
             ("TRAWL_REDIS_URL", &redis_url),
+            ("TRAWL_ACK_WAIT_S", "1"),
+            // A claim whose reply was lost in the outage frees itself (and its job) soon.
+            ("TRAWL_CLAIM_TTL_S", "3"),
+            ("TRAWL_MAX_DELIVER", "50"),
         ],
     );
+    let waiter = stack.submit(&[&seed, "--allow-private", "--delay", "150"]);
     // Mid-crawl: Redis goes down (its AOF on disk), stays down a moment, comes back.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     Command::new("kill")
@@ -410,11 +391,8 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut redis = start_redis(data.path(), port).expect("redis restarts on its AOF");
     waiter.await.unwrap();
-    for (_, c) in &mut services.0 {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    let cluster = pages(out.path());
+    let cluster = pages(stack.out.path());
+    stack.stop().await;
     let emb = tempfile::tempdir().unwrap();
     let mut o = options(std::slice::from_ref(&seed), emb.path());
     o.crawl.delay_ms = 0;
@@ -426,7 +404,6 @@ async fn a_redis_restart_mid_crawl_is_survived() {
     );
     let _ = redis.kill();
     let _ = redis.wait();
-    cleanup(&prefix, &crawl, None).await;
 }
 
 /// A page that makes the extractor fail every time (fault injection: its body holds the

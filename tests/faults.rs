@@ -256,7 +256,7 @@ fn indexed_urls(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
 /// its JetStream file store: the crawl completes with the embedded crawl's pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nats_restart_mid_crawl_is_survived() {
-    use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+    use support::services::{Stack, free_port, service_bins};
     let Some(paths) = service_bins() else {
         return;
     };
@@ -278,30 +278,17 @@ async fn a_nats_restart_mid_crawl_is_survived() {
     .await
     .unwrap();
     let seed = site.url("/page/1");
-    let tag = uuid::Uuid::new_v4().simple().to_string();
-    let crawl = format!("n{}", &tag[..10]);
-    let out = tempfile::tempdir().unwrap();
-    let env: Vec<(&str, String)> = vec![
-        ("TRAWL_CRAWL", crawl.clone()),
-        ("TRAWL_NATS_URL", nats_url.clone()),
-        ("TRAWL_OUT", out.path().display().to_string()),
-        ("TRAWL_CONCURRENCY", "2".into()),
-        ("TRAWL_ACK_WAIT_S", "1".into()),
-        ("TRAWL_CLAIM_TTL_S", "3".into()),
-        ("TRAWL_MAX_DELIVER", "50".into()),
-    ];
-    let mut services = Services(Vec::new());
-    for (i, stage) in [1usize, 2, 3, 4].iter().enumerate() {
-        services.0.push((
-            format!("{}#{i}", NAMES[*stage]),
-            spawn(&paths[*stage], &env, free_port()),
-        ));
-    }
-    let waiter = submit_wait(
-        &paths[0],
-        &[&seed, "--allow-private", "--delay", "150"],
-        &[("TRAWL_CRAWL", &crawl), ("TRAWL_NATS_URL", &nats_url)],
+    let stack = Stack::start(
+        &paths,
+        &[
+            ("TRAWL_NATS_URL", &nats_url),
+            ("TRAWL_ACK_WAIT_S", "1"),
+            ("TRAWL_CLAIM_TTL_S", "3"),
+            ("TRAWL_MAX_DELIVER", "50"),
+        ],
     );
+    let out = &stack.out;
+    let waiter = stack.submit(&[&seed, "--allow-private", "--delay", "150"]);
     // Mid-crawl: NATS goes down, stays down a moment, comes back on its store.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let before = indexed_urls(out.path()).len();
@@ -313,12 +300,7 @@ async fn a_nats_restart_mid_crawl_is_survived() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut nats = start_nats(store.path(), port).expect("nats-server restarts on its store");
     let report = waiter.await.unwrap();
-    for (_, c) in &mut services.0 {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    let _ = nats.kill();
-    let _ = nats.wait();
+    let cluster = indexed_urls(out.path());
     assert_eq!(report["drained"], true, "{report}");
     let emb = tempfile::tempdir().unwrap();
     let mut o = options(std::slice::from_ref(&seed), emb.path());
@@ -332,13 +314,11 @@ async fn a_nats_restart_mid_crawl_is_survived() {
         before < embedded.len(),
         "NATS went down mid-crawl ({before} pages written)"
     );
-    assert_eq!(indexed_urls(out.path()), embedded);
-    // The crawl's keys in the shared Redis (its streams went with the test's own NATS).
-    let mut conn = trawl_cluster::redis_conn::connect("redis://127.0.0.1:6379")
-        .await
-        .unwrap();
-    let _ =
-        trawl_cluster::redis_conn::unlink_prefixed(&mut conn, &format!("trawl:{{{crawl}}}:")).await;
+    assert_eq!(cluster, embedded);
+    // The crawl's keys in the shared Redis; its streams go with the test's own NATS.
+    stack.stop().await;
+    let _ = nats.kill();
+    let _ = nats.wait();
 }
 
 /// `/metrics` answers from a snapshot refreshed in the background: with Redis accepting

@@ -164,11 +164,24 @@ impl Stack {
     /// `trawl submit ARGS... --wait` for the stack's crawl, started now; the handle yields
     /// its drained status.
     pub fn submit(&self, args: &[&str]) -> tokio::task::JoinHandle<serde_json::Value> {
-        let env = [
+        let mut env = vec![
             ("TRAWL_CRAWL", self.crawl.as_str()),
             ("TRAWL_QUEUE_PREFIX", self.prefix.as_str()),
         ];
+        // The servers the stack was started against, when they are not the shared ones.
+        for key in ["TRAWL_NATS_URL", "TRAWL_REDIS_URL"] {
+            if let Some(v) = self.var(key) {
+                env.push((key, v));
+            }
+        }
         submit_wait(&self.trawl, args, &env)
+    }
+
+    fn var(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Stops the services and removes the crawl's keys.
@@ -177,6 +190,9 @@ impl Stack {
             let _ = c.kill();
             let _ = c.wait();
         }
-        crate::cleanup(&self.prefix, &self.crawl, Some("redis://127.0.0.1:6379")).await;
+        let redis = self
+            .var("TRAWL_REDIS_URL")
+            .unwrap_or("redis://127.0.0.1:6379");
+        crate::cleanup(&self.prefix, &self.crawl, Some(redis)).await;
     }
 }

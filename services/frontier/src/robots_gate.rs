@@ -7,35 +7,31 @@
 //! is known (seeds, the first links to a new host) or while the file is unreachable (the
 //! fetcher makes those wait) is checked by the fetcher as before.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use trawl_core::CoreResult;
 use trawl_core::state::{RobotsAccess, State};
-use trawl_robots::HostRules;
+use trawl_robots::{HostRules, LocalRobots};
 use url::Url;
 
 /// How long parsed rules are used before the shared cache is asked again: a file the
 /// fetchers fetched anew (after its TTL) reaches admission within this.
 const RULES_MS: u64 = 60_000;
-/// Hosts kept parsed; past this the expired ones go, then all (a crawl of many hosts
-/// asks the shared cache again rather than growing without bound).
-const MAX_HOSTS: usize = 4_096;
 
 pub(crate) struct RobotsGate {
     agent: String,
-    /// Parsed rules by host, until the time they are asked for again. "Not known yet" is
-    /// never kept: the file usually arrives a moment later (with the host's first page),
-    /// and the shared cache is asked per URL until it does (the seen-set is asked per URL
-    /// anyway).
-    hosts: Mutex<HashMap<String, (Arc<HostRules>, u64)>>,
+    /// Parsed rules by host (the fetcher's bounded cache), until the time they are asked
+    /// for again. "Not known yet" is never kept: the file usually arrives a moment later
+    /// (with the host's first page), and the shared cache is asked per URL until it does
+    /// (the seen-set is asked per URL anyway).
+    hosts: LocalRobots,
 }
 
 impl RobotsGate {
     pub(crate) fn new(agent: String) -> Self {
         Self {
             agent,
-            hosts: Mutex::default(),
+            hosts: LocalRobots::default(),
         }
     }
 
@@ -48,7 +44,7 @@ impl RobotsGate {
         url: &Url,
         now_ms: u64,
     ) -> CoreResult<bool> {
-        if let Some(rules) = self.cached(host, now_ms) {
+        if let Some(rules) = self.hosts.get(host, now_ms) {
             return Ok(rules.allows(url));
         }
         let rules = match state.robots_get(host, now_ms).await? {
@@ -59,23 +55,8 @@ impl RobotsGate {
             _ => return Ok(true),
         };
         let allowed = rules.allows(url);
-        let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
-        if hosts.len() >= MAX_HOSTS {
-            hosts.retain(|_, (_, until)| *until > now_ms);
-            if hosts.len() >= MAX_HOSTS {
-                hosts.clear();
-            }
-        }
-        hosts.insert(host.to_string(), (rules, now_ms + RULES_MS));
+        self.hosts.put(host, rules, now_ms + RULES_MS);
         Ok(allowed)
-    }
-
-    fn cached(&self, host: &str, now_ms: u64) -> Option<Arc<HostRules>> {
-        let hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
-        hosts
-            .get(host)
-            .filter(|(_, until)| *until > now_ms)
-            .map(|(r, _)| r.clone())
     }
 }
 
