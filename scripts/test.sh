@@ -5,7 +5,8 @@
 # - protoc, which lance's build scripts need;
 # - Python helpers in .venv: warcio (WARC validation), pyarrow, lancedb (reads trawl's
 #   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
-#   compose specification's schema, hadolint (Dockerfiles);
+#   compose specification's schema, hadolint (Dockerfiles), firecrawl-py +
+#   langchain-firecrawl (the clients tests/api.rs drives `trawl serve` with);
 # - the embedding model (scripts/fetch-model.sh, into the user's cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
 if [ ! -x .venv/bin/python3 ] || [ ! -x .venv/bin/hadolint ] \
-   || ! .venv/bin/python3 -c "import warcio, pyarrow, lancedb, helm_python, kubernetes_validate, jsonschema, yaml" 2>/dev/null; then
+   || ! .venv/bin/python3 -c "import warcio, pyarrow, lancedb, helm_python, kubernetes_validate, jsonschema, yaml, firecrawl, langchain_firecrawl" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 fi

@@ -117,6 +117,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             traps: trawl_frontier::TrapConfig::default(),
             normalizer: normalizer.clone(),
             robots_agent: "trawl".into(),
+            paths: Default::default(),
         },
         state.clone() as Arc<dyn State>,
     ));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tokio::task::JoinHandle;
-use trawl_core::counters::Counters;
+use trawl_core::counters::{Counter, Counters};
 use trawl_core::history::{MemoryUnlinked, Unlinked};
 use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
@@ -31,7 +31,7 @@ use trawl_store::journal::{Journal, JournalTask};
 use trawl_store::resume::Resume;
 
 use crate::crawl_dir::{self, Start};
-use crate::options::CrawlOptions;
+use crate::options::{CrawlControl, CrawlOptions, LiveCounts};
 use crate::progress::Progress;
 use crate::report::CrawlReport;
 
@@ -54,7 +54,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     let mut p = Pipeline::spawn(&opts, &plan).await?;
     let started_at = p.started_at.unwrap_or(started_at);
     let progress = Progress::new(&opts.progress);
-    let stop = supervise(&mut p, &progress, started).await;
+    let stop = supervise(&mut p, &progress, started, &opts.control).await;
     let interrupted = matches!(stop, Stop::Interrupted);
     let mut failure = match stop {
         Stop::Failed(e) => Some(e),
@@ -566,7 +566,7 @@ impl Pipeline {
         .await?)
     }
 
-    async fn show(&self, progress: &Progress, started: Instant) {
+    async fn show(&self, progress: &Progress, started: Instant, control: &CrawlControl) {
         if let Ok(counters) = self.state.counters().await {
             let counters = Counters::from_map(&counters);
             let queued =
@@ -574,6 +574,13 @@ impl Pipeline {
             // Pages anywhere between request and pages.jsonl.
             let in_flight = self.fetcher.in_flight() + self.queues.pages_in_output().await;
             progress.update(&counters, in_flight, queued, started.elapsed());
+            if let Some(live) = &control.live {
+                live.send_replace(LiveCounts {
+                    pages: counters.get(&Counter::Pages),
+                    admitted: counters.get(&Counter::FrontierQueued),
+                    queued: queued + in_flight,
+                });
+            }
         }
     }
 
@@ -600,7 +607,7 @@ impl Pipeline {
                     }
                 }
                 while self.queues.pages_in_output().await > 0 {
-                    self.show(progress, started).await;
+                    self.show(progress, started, &CrawlControl::default()).await;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             };
@@ -681,7 +688,6 @@ async fn restore(
         memory.incr(k, *v).await?;
     }
     // The budgets in force count at least what the store holds as admitted.
-    use trawl_core::counters::Counter;
     let mut floors = Vec::new();
     if s.max_pages > 0 {
         floors.push((Counter::FrontierAdmitted, r.admitted_pages));
@@ -740,18 +746,31 @@ enum Stop {
 }
 
 /// Shows progress until the crawl has no work left, is interrupted or a stage fails.
-async fn supervise(p: &mut Pipeline, progress: &Progress, started: Instant) -> Stop {
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+async fn supervise(
+    p: &mut Pipeline,
+    progress: &Progress,
+    started: Instant,
+    control: &CrawlControl,
+) -> Stop {
+    // A crawl another program runs stops when that program says, not on its Ctrl-C.
+    let interrupt = async {
+        match control.stop.clone() {
+            Some(mut stop) => stop.recv().await,
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    };
+    tokio::pin!(interrupt);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = &mut ctrl_c => break Stop::Interrupted,
+            _ = &mut interrupt => break Stop::Interrupted,
             Some(r) = p.intake.next() => break Stop::Failed(early_exit(r)),
             Some(r) = p.output.next() => break Stop::Failed(early_exit(r)),
         }
-        p.show(progress, started).await;
+        p.show(progress, started, control).await;
         if p.tracker.outstanding() <= 0 {
             let Some(r) = p.recheck.take() else {
                 break Stop::Done;

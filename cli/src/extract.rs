@@ -95,6 +95,7 @@ fn record(path: &Path, opts: &ExtractOptions, markdown: bool) -> Record {
             markdown,
             markdown_links: opts.links,
             links: true,
+            ..Options::default()
         },
     );
     Record {

@@ -7,9 +7,11 @@ pub mod crawl_dir;
 pub mod embedded;
 pub mod extract;
 pub mod index;
+pub mod map;
 pub mod options;
 pub mod progress;
 pub mod report;
+pub mod serve;
 pub mod watch;
 pub use trawl_notifier::webhook;
 

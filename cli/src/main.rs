@@ -27,8 +27,8 @@ struct Cli {
 
 /// The commands whose flags are settings (the others, `extract`, `ingest` and `export`,
 /// have flags of their own that only look alike).
-const SETTINGS_COMMANDS: [&str; 7] = [
-    "crawl", "watch", "submit", "status", "dlq", "index", "search",
+const SETTINGS_COMMANDS: [&str; 9] = [
+    "crawl", "watch", "submit", "status", "dlq", "index", "search", "serve", "map",
 ];
 
 /// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
@@ -95,6 +95,11 @@ enum Command {
     Search(trawl::index::SearchArgs),
     /// Index (or re-index) the pages of a crawl or ingest: chunks, embeddings, LanceDB.
     Index(trawl::index::IndexCmdArgs),
+    /// Serve Firecrawl's v2 API (scrape, crawl, map, batch scrape) for its SDKs and
+    /// LangChain loader: point their `api_url` here.
+    Serve(Box<trawl::serve::ServeArgs>),
+    /// List a site's pages from its sitemaps and the links of a few pages, with titles.
+    Map(Box<trawl::map::MapArgs>),
 }
 
 fn main() -> ExitCode {
@@ -151,6 +156,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             let mut out = std::io::BufWriter::new(stdout.lock());
             trawl::index::search(&args, &mut out).await?;
             std::io::Write::flush(&mut out)?;
+            Ok(())
+        }),
+        Command::Serve(args) => block_on(trawl::serve::serve(*args)),
+        Command::Map(args) => block_on(async move {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let n = trawl::map::run(&args, &mut out).await?;
+            std::io::Write::flush(&mut out)?;
+            eprintln!("{n} URLs");
             Ok(())
         }),
         Command::Index(args) => block_on(async move {

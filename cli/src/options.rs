@@ -115,6 +115,29 @@ pub struct CrawlOptions {
     pub progress: String,
     #[command(flatten)]
     pub index: crate::index::CrawlIndexArgs,
+    /// How a program running the crawl (`trawl serve`) stops it and follows it; the
+    /// command line leaves it empty (Ctrl-C stops, the progress line follows).
+    #[arg(skip)]
+    pub control: CrawlControl,
+}
+
+/// A crawl run by another program: its stop (an interrupt, as Ctrl-C is: the crawl stays
+/// resumable) and a live view of its counters, sent every 100 ms.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlControl {
+    pub stop: Option<trawl_core::pipeline::Shutdown>,
+    pub live: Option<std::sync::Arc<tokio::sync::watch::Sender<LiveCounts>>>,
+}
+
+/// What a running crawl has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    /// Lines written to `pages.jsonl`.
+    pub pages: i64,
+    /// URLs admitted by the frontier.
+    pub admitted: i64,
+    /// URLs waiting or in flight.
+    pub queued: usize,
 }
 
 impl CrawlOptions {

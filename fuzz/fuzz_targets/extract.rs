@@ -12,6 +12,8 @@ fuzz_target!(|data: &[u8]| {
         markdown: true,
         markdown_links: true,
         links: true,
+        main_content: data.first().is_none_or(|b| b % 2 == 0),
+        html: true,
     };
     let c = extract(&html, Some(&url), opts);
     // Every collected link is absolute.

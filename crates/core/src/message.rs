@@ -203,6 +203,10 @@ pub struct PageRecord {
     /// On a re-crawl (`--since`): how the page compares with the earlier crawl.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<crate::change::PageChange>,
+    /// The page's markup as fetched (decoded to UTF-8), when the crawl keeps it
+    /// (`keep_html`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_html: Option<String>,
 }
 
 pub(crate) fn is_zero(n: &u32) -> bool {

@@ -165,3 +165,91 @@ mod tests {
         assert!("nope".parse::<ScopeKind>().is_err());
     }
 }
+
+/// Which links a crawl follows by their path (or whole URL): any include pattern must
+/// match when there are some, and no exclude pattern may. Regular expressions, searched
+/// anywhere in the text unless anchored (Firecrawl's `includePaths` / `excludePaths`).
+#[derive(Debug, Clone, Default)]
+pub struct PathFilter {
+    include: Option<regex::RegexSet>,
+    exclude: Option<regex::RegexSet>,
+    whole_url: bool,
+}
+
+impl PathFilter {
+    /// Compiles the patterns; the error names the one that does not compile.
+    pub fn new(include: &[String], exclude: &[String], whole_url: bool) -> Result<Self, String> {
+        let set = |pats: &[String], what: &str| -> Result<Option<regex::RegexSet>, String> {
+            if pats.is_empty() {
+                return Ok(None);
+            }
+            for p in pats {
+                // Compiled one by one first, so the error names the pattern.
+                regex::RegexBuilder::new(p)
+                    .size_limit(1 << 20)
+                    .build()
+                    .map_err(|e| {
+                        format!("{what} pattern {p:?} is not a regular expression: {e}")
+                    })?;
+            }
+            regex::RegexSetBuilder::new(pats)
+                .size_limit(8 << 20)
+                .build()
+                .map(Some)
+                .map_err(|e| format!("{what} patterns: {e}"))
+        };
+        Ok(Self {
+            include: set(include, "include")?,
+            exclude: set(exclude, "exclude")?,
+            whole_url,
+        })
+    }
+
+    /// No patterns: every URL passes.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_none() && self.exclude.is_none()
+    }
+
+    pub fn allows(&self, url: &Url) -> bool {
+        let text = if self.whole_url {
+            url.as_str()
+        } else {
+            url.path()
+        };
+        if let Some(inc) = &self.include
+            && !inc.is_match(text)
+        {
+            return false;
+        }
+        !self.exclude.as_ref().is_some_and(|e| e.is_match(text))
+    }
+}
+
+#[cfg(test)]
+mod path_filter_tests {
+    use super::*;
+
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn include_and_exclude_patterns_decide_by_path() {
+        let f = PathFilter::new(&["^/blog/".into()], &["draft".into()], false).unwrap();
+        assert!(f.allows(&u("http://h/blog/post-1")));
+        assert!(!f.allows(&u("http://h/about")));
+        assert!(!f.allows(&u("http://h/blog/draft-2")));
+        // The host is not part of the path.
+        let f = PathFilter::new(&[], &["^/h".into()], false).unwrap();
+        assert!(f.allows(&u("http://h/a")));
+        let f = PathFilter::new(&[], &["^http://h/".into()], true).unwrap();
+        assert!(!f.allows(&u("http://h/a")));
+        assert!(PathFilter::default().allows(&u("http://h/x")));
+    }
+
+    #[test]
+    fn a_bad_pattern_is_named() {
+        let e = PathFilter::new(&["ok".into(), "(unclosed".into()], &[], false).unwrap_err();
+        assert!(e.contains("(unclosed"), "{e}");
+    }
+}

@@ -42,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         markdown: false,
         markdown_links: false,
         links: false,
+        ..Options::default()
     };
     // Warm-up, untimed (as eval.py does for its workers): page faults and lazy statics.
     if let Some((_, url, bytes)) = pages.first() {

@@ -9,11 +9,13 @@
 pub mod content;
 pub mod discovery;
 mod html;
+pub mod tags;
 
 use url::Url;
 
 pub use discovery::{Listing, MAX_SITEMAP_BYTES, parse_feed, parse_sitemap};
 pub use html::{Document, extract_html};
+pub use tags::{BadSelector, check_selectors, filter_tags};
 
 /// Extracts one HTML page from its body as received (after content decoding): the charset
 /// comes from a byte-order mark, the `Content-Type` header, a `<meta>` declaration or a

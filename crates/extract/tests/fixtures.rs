@@ -16,6 +16,7 @@ fn page(name: &str, url: &str) -> Content {
             markdown: true,
             markdown_links: false,
             links: true,
+            ..Options::default()
         },
     )
 }

@@ -58,6 +58,16 @@ pub(crate) fn fit_doc(doc: &mut Doc, max: usize) {
     if before <= budget {
         return;
     }
+    // The kept markup goes first: the extracted text is the record's point.
+    if doc.page.raw_html.take().is_some() && encoded_len(doc) <= budget {
+        doc.page.error.get_or_insert_with(|| FetchFailure {
+            kind: "record_too_large".into(),
+            message: format!(
+                "the record ({before} bytes) did not fit a message of {max} bytes: its raw_html was left out"
+            ),
+        });
+        return;
+    }
     // JSON escapes can make the encoding larger than the string: measure again each round.
     for _ in 0..8 {
         let len = encoded_len(doc);

@@ -43,6 +43,8 @@ pub struct ExtractorConfig {
     pub give_up_after: Option<u32>,
     /// The hops' message limit (the cluster's): outputs are split or cut to fit it.
     pub max_message_bytes: Option<usize>,
+    /// Keep each HTML page's markup in its record (`keep_html`).
+    pub keep_html: bool,
 }
 
 impl ExtractorConfig {
@@ -63,6 +65,7 @@ impl ExtractorConfig {
             dedup: DedupStage { gate, boilerplate },
             give_up_after,
             max_message_bytes: None,
+            keep_html: s.keep_html,
         }
     }
 }
@@ -117,6 +120,7 @@ pub async fn run_worker(
         dedup,
         give_up_after,
         max_message_bytes,
+        keep_html,
     } = cfg;
     let mut stop = stop.into();
     while let Some(batch) = stop
@@ -127,8 +131,10 @@ pub async fn run_worker(
             let msg = d.msg;
             let boiler = dedup.boilerplate.clone();
             let kept = msg.clone();
-            let task =
-                tokio::task::spawn_blocking(move || extract_one(&msg, boiler.as_deref())).await;
+            let task = tokio::task::spawn_blocking(move || {
+                extract_one(&msg, boiler.as_deref(), keep_html)
+            })
+            .await;
             let (mut processed, fp) = match task {
                 Ok(p) => p,
                 Err(e) => {
@@ -172,11 +178,22 @@ pub async fn run_worker(
 }
 
 /// Extraction, the host's boilerplate lines out, and the fingerprint of what is left.
-fn extract_one(msg: &Fetched, boiler: Option<&HostLines>) -> (Processed, Option<Fingerprint>) {
+fn extract_one(
+    msg: &Fetched,
+    boiler: Option<&HostLines>,
+    keep_html: bool,
+) -> (Processed, Option<Fingerprint>) {
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }
     let mut p = process(msg);
+    if keep_html
+        && msg.job.kind == trawl_core::UrlKind::Page
+        && !msg.body.is_empty()
+        && trawl_body::is_html(msg.content_type.as_deref(), &msg.body)
+    {
+        p.doc.page.raw_html = Some(String::from_utf8_lossy(&msg.body).into_owned());
+    }
     if let Some(b) = boiler
         && !p.doc.page.text.is_empty()
     {

@@ -182,6 +182,8 @@ pub struct Fetcher {
     history: Option<Arc<dyn trawl_core::history::History>>,
     /// Fetch only pages whose revisit time has come (`trawl watch`).
     due_only: bool,
+    /// Single requests outside a crawl: no seen-set.
+    one_shot: bool,
 }
 
 /// Per-job bookkeeping: when each host was last contacted, so that requests within one job
@@ -254,7 +256,16 @@ impl Fetcher {
             active: Default::default(),
             history: None,
             due_only: false,
+            one_shot: false,
         })
+    }
+
+    /// A fetcher of single pages outside a crawl (`trawl serve`'s scrapes, `trawl map`):
+    /// a redirect is followed even to a URL fetched before, and nothing is added to the
+    /// state's seen-set, which would grow with every request a server answers.
+    pub fn one_shot(mut self) -> Self {
+        self.one_shot = true;
+        self
     }
 
     /// Pages of the history not yet due again are not requested: they come out as a 304
@@ -384,7 +395,7 @@ impl Fetcher {
                 }
                 // A target the crawl already has (or will fetch on its own) is not fetched
                 // twice: the record points at it and the chain ends here.
-                if !self.state.seen_add(url.as_str()).await? {
+                if !self.one_shot && !self.state.seen_add(url.as_str()).await? {
                     self.state.count(&Counter::RedirectToSeen, 1).await?;
                     let status = hops.last().map_or(0, |h| h.status);
                     let f = fetched_record(job, url.as_str(), hops, wire_bytes, status, None);

@@ -16,7 +16,7 @@ use trawl_core::clock::now_ms;
 use trawl_core::counters::Counter;
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
-use trawl_core::scope::Scope;
+use trawl_core::scope::{PathFilter, Scope};
 use trawl_core::settings::CrawlSettings;
 use trawl_core::state::{Enqueued, State};
 use trawl_core::urlnorm::{Normalizer, host_key};
@@ -38,6 +38,11 @@ impl FrontierConfig {
             traps: TrapConfig::from_settings(s),
             normalizer: s.normalizer(),
             robots_agent: s.robots_agent(),
+            // The settings were validated where the crawl was planned or submitted.
+            paths: s.path_filter().unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "path patterns ignored");
+                PathFilter::default()
+            }),
         }
     }
 }
@@ -62,6 +67,9 @@ pub struct FrontierConfig {
     pub normalizer: Normalizer,
     /// The user-agent token robots.txt groups are matched with.
     pub robots_agent: String,
+    /// Include and exclude patterns of the pages linked (not of the start URLs, nor of
+    /// sitemaps and feeds); a page they leave out is out of scope.
+    pub paths: PathFilter,
 }
 
 /// What happened to one discovered URL.
@@ -139,7 +147,9 @@ impl Frontier {
         let Ok(url) = self.cfg.normalizer.parse(&d.url, None) else {
             return Ok(Admission::Invalid);
         };
-        if !self.cfg.scope.contains(&url) {
+        if !self.cfg.scope.contains(&url)
+            || (d.depth > 0 && d.kind == UrlKind::Page && !self.cfg.paths.allows(&url))
+        {
             return Ok(Admission::OutOfScope);
         }
         if d.depth > self.cfg.max_depth {
@@ -310,6 +320,7 @@ mod tests {
             },
             normalizer: Normalizer::default(),
             robots_agent: "trawl".into(),
+            paths: Default::default(),
         };
         (Frontier::new(cfg, state.clone()), state)
     }
@@ -321,6 +332,31 @@ mod tests {
             kind: UrlKind::Page,
             lastmod: None,
         }
+    }
+
+    #[tokio::test]
+    async fn path_patterns_filter_links_but_not_start_urls() {
+        let (mut f, _) = frontier(5, 0);
+        f.cfg.paths = PathFilter::new(&["^/docs/".into()], &["/old/".into()], false).unwrap();
+        assert_eq!(
+            f.admit(&d("http://h/", 0)).await.unwrap(),
+            Admission::Queued
+        );
+        assert_eq!(
+            f.admit(&d("http://h/docs/a", 1)).await.unwrap(),
+            Admission::Queued
+        );
+        assert_eq!(
+            f.admit(&d("http://h/blog/a", 1)).await.unwrap(),
+            Admission::OutOfScope
+        );
+        assert_eq!(
+            f.admit(&d("http://h/docs/old/a", 1)).await.unwrap(),
+            Admission::OutOfScope
+        );
+        let mut sitemap = d("http://h/sitemap.xml", 1);
+        sitemap.kind = UrlKind::Sitemap;
+        assert_eq!(f.admit(&sitemap).await.unwrap(), Admission::Queued);
     }
 
     #[tokio::test]

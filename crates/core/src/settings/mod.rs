@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scope::ScopeKind;
+use crate::scope::{PathFilter, ScopeKind};
 use crate::urlnorm::{DEFAULT_TRACKING_PARAMS, Normalizer};
 
 pub use layers::{SettingsError, flat_keys};
@@ -156,6 +156,20 @@ pub struct CrawlSettings {
     /// recorded `robots_disallowed` (unreachable) instead of waiting longer.
     #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
     pub robots_outage_s: u64,
+    /// Follow only links whose path (with `paths_match_url`, the whole URL) matches one of
+    /// these regular expressions; the start URLs are always crawled.
+    #[cfg_attr(feature = "cli", arg(long = "include-path", value_name = "REGEX"))]
+    pub include_paths: Vec<String>,
+    /// Do not follow links whose path (or URL) matches one of these regular expressions.
+    #[cfg_attr(feature = "cli", arg(long = "exclude-path", value_name = "REGEX"))]
+    pub exclude_paths: Vec<String>,
+    /// Match `include_paths` and `exclude_paths` against the whole URL, not its path.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub paths_match_url: bool,
+    /// Keep each HTML page's markup (decoded to UTF-8) in its record, `raw_html`, for
+    /// readers that extract it their own way (`trawl serve` does for its `html` formats).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub keep_html: bool,
 }
 
 impl Default for CrawlSettings {
@@ -192,6 +206,10 @@ impl Default for CrawlSettings {
             history: true,
             robots_retry_s: 60,
             robots_outage_s: 3600,
+            include_paths: Vec::new(),
+            exclude_paths: Vec::new(),
+            paths_match_url: false,
+            keep_html: false,
         }
     }
 }
@@ -245,8 +263,19 @@ impl CrawlSettings {
         self.dedup.then_some(self.dedup_distance)
     }
 
+    /// The include and exclude patterns of links, compiled.
+    pub fn path_filter(&self) -> Result<PathFilter, SettingsError> {
+        PathFilter::new(
+            &self.include_paths,
+            &self.exclude_paths,
+            self.paths_match_url,
+        )
+        .map_err(SettingsError::Invalid)
+    }
+
     /// Values no runtime can work with.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.path_filter()?;
         if self.concurrency_per_host == 0 {
             return Err(SettingsError::Invalid(
                 "concurrency_per_host must be at least 1".into(),

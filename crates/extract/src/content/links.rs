@@ -13,6 +13,8 @@ pub struct Links {
     pub links: Vec<String>,
     pub canonical: Option<String>,
     pub feeds: Vec<String>,
+    /// Absolute `<img src>` addresses in document order (`data:` URIs left out).
+    pub images: Vec<String>,
     /// `<meta name=robots content=nofollow>`: links were not collected.
     pub nofollow: bool,
     pub noindex: bool,
@@ -27,8 +29,16 @@ pub fn links(dom: &Dom, url: &Url) -> Links {
     let mut out = Links::default();
     let mut base: Option<Url> = None;
     let mut hrefs: Vec<&str> = Vec::new();
+    let mut images: Vec<&str> = Vec::new();
     for i in 0..dom.nodes.len() as u32 {
         match dom.node(i).tag {
+            Tag::Img => {
+                if let Some(s) = dom.attr(i, "src")
+                    && !s.trim_start().starts_with("data:")
+                {
+                    images.push(s);
+                }
+            }
             Tag::Base if base.is_none() => {
                 base = dom.attr(i, "href").and_then(|h| url.join(h.trim()).ok());
             }
@@ -83,6 +93,7 @@ pub fn links(dom: &Dom, url: &Url) -> Links {
     if !out.nofollow {
         out.links = hrefs.into_iter().filter_map(resolve).collect();
     }
+    out.images = images.into_iter().filter_map(resolve).collect();
     out.canonical = out.canonical.as_deref().and_then(resolve);
     out.feeds = std::mem::take(&mut out.feeds)
         .iter()

@@ -6,6 +6,7 @@
 
 mod dom;
 mod hints;
+mod html_out;
 mod links;
 mod meta;
 mod nesting;
@@ -43,6 +44,9 @@ pub struct Content {
     pub kind: Option<PageType>,
     /// Present when [`extract`] was given the page's URL.
     pub links: Option<Links>,
+    /// What was kept, as HTML (elements with their content attributes: links, images,
+    /// table spans), when [`Options::html`] asked for it.
+    pub html: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +55,11 @@ pub struct Options {
     pub markdown_links: bool,
     /// Collect the page's links (needs the page's URL).
     pub links: bool,
+    /// Keep only the main content (the default); `false` writes the whole visible page,
+    /// navigation, header and footer included.
+    pub main_content: bool,
+    /// Also write what was kept as HTML (`Content::html`).
+    pub html: bool,
 }
 
 impl Default for Options {
@@ -59,6 +68,8 @@ impl Default for Options {
             markdown: true,
             markdown_links: false,
             links: true,
+            main_content: true,
+            html: false,
         }
     }
 }
@@ -150,8 +161,12 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let ld = meta::json_ld(&d);
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
-    let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a, meta.head_title.as_deref());
+    let sel = if opts.main_content {
+        let a = score::analyse(&d, kind);
+        score::select(&d, &a, meta.head_title.as_deref())
+    } else {
+        score::whole_page(&d)
+    };
     let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
     let markdown = opts.markdown.then(|| {
         render::Renderer::new(
@@ -165,6 +180,9 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
         .render(&sel.roots)
     });
     let links = url.filter(|_| opts.links).map(|u| links::links(&d, u));
+    let html = opts
+        .html
+        .then(|| html_out::write(&d, &sel.roots, &sel.dropped, url));
     let mut page = meta.page;
     if let (Some(u), Some(c)) = (url, page.canonical.as_deref()) {
         page.canonical = u.join(c).ok().map(|c| c.to_string());
@@ -176,6 +194,7 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
         meta: page,
         kind: Some(kind),
         links,
+        html,
     }
 }
 

@@ -481,6 +481,22 @@ fn has_alike_siblings(dom: &Dom, a: &Analysis, i: u32) -> bool {
     })
 }
 
+/// The whole visible page: the body (or the document), with only what is never content or
+/// hidden dropped.
+pub fn whole_page(dom: &Dom) -> Selection {
+    let dropped = (0..dom.nodes.len() as u32)
+        .map(|i| {
+            let tag = dom.node(i).tag;
+            tag != Tag::Text && (tag.is_never_content() || is_hidden(dom, i))
+        })
+        .collect();
+    let body = (0..dom.nodes.len() as u32).find(|&i| dom.node(i).tag == Tag::Body);
+    Selection {
+        roots: vec![body.unwrap_or(0)],
+        dropped,
+    }
+}
+
 pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
     let n = dom.nodes.len();
     let mut best = 0u32;

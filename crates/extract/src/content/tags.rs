@@ -11,6 +11,13 @@ macro_rules! tags {
                     _ => Tag::Other,
                 }
             }
+            /// The element's name; empty for text, the root and unknown elements.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Tag::$v => $s,)*
+                    _ => "",
+                }
+            }
         }
     };
 }

@@ -1,0 +1,350 @@
+//! `trawl map` and `/v2/map`: a site's pages found fast, without crawling it: the URLs of
+//! its sitemaps (those robots.txt names, and `/sitemap.xml`, nested ones followed) and the
+//! links of a few pages read breadth first from the start URL, with titles where a page
+//! was read. Every request goes through the one-shot fetcher (robots.txt, the address
+//! policy, per-host politeness).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use trawl_core::scope::registrable_domain;
+use trawl_core::urlnorm::Normalizer;
+use url::Url;
+
+use crate::serve::api::{ApiError, PageOptions, PageParts};
+use crate::serve::scrape::Scraper;
+
+/// Firecrawl's default and largest `limit`.
+pub const DEFAULT_LIMIT: usize = 5000;
+pub const MAX_LIMIT: usize = 30_000;
+/// Sitemap files read at most (an index and its children).
+const MAX_SITEMAPS: usize = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SitemapUse {
+    Include,
+    Skip,
+    Only,
+}
+
+impl std::str::FromStr for SitemapUse {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "include" => Ok(Self::Include),
+            "skip" => Ok(Self::Skip),
+            "only" => Ok(Self::Only),
+            o => Err(format!("sitemap must be include, skip or only, not {o:?}")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MapOptions {
+    pub limit: usize,
+    /// Links matching these words come first.
+    pub search: Option<String>,
+    pub include_subdomains: bool,
+    pub ignore_query: bool,
+    pub sitemap: SitemapUse,
+    /// Pages read for their links, at most.
+    pub pages: usize,
+    /// The whole map's time; what was found by then is the answer.
+    pub timeout: Duration,
+}
+
+impl Default for MapOptions {
+    fn default() -> Self {
+        Self {
+            limit: DEFAULT_LIMIT,
+            search: None,
+            include_subdomains: true,
+            ignore_query: true,
+            sitemap: SitemapUse::Include,
+            pages: 10,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MapLink {
+    pub url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+struct Mapper<'a> {
+    scraper: &'a Scraper,
+    start: Url,
+    opts: &'a MapOptions,
+    norm: Normalizer,
+    deadline: Instant,
+    /// In the order found.
+    found: Vec<String>,
+    known: HashSet<String>,
+    titles: HashMap<String, (Option<String>, Option<String>)>,
+}
+
+/// The site's URLs, in scope, each once, `search` matches first, at most `limit`.
+pub async fn map(
+    scraper: &Scraper,
+    start: &Url,
+    opts: &MapOptions,
+) -> Result<Vec<MapLink>, ApiError> {
+    let mut m = Mapper {
+        scraper,
+        start: start.clone(),
+        opts,
+        norm: Normalizer::default(),
+        deadline: Instant::now() + opts.timeout,
+        found: Vec::new(),
+        known: HashSet::new(),
+        titles: HashMap::new(),
+    };
+    if opts.sitemap != SitemapUse::Only {
+        let _ = m.add(start.as_str());
+    }
+    if opts.sitemap != SitemapUse::Skip {
+        m.sitemaps().await;
+    }
+    if opts.sitemap != SitemapUse::Only {
+        m.links().await?;
+    }
+    Ok(m.finish())
+}
+
+impl Mapper<'_> {
+    fn left(&self) -> Option<Duration> {
+        self.deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
+
+    fn in_scope(&self, u: &Url) -> bool {
+        let (Some(h), Some(start)) = (u.host_str(), self.start.host_str()) else {
+            return false;
+        };
+        if self.opts.include_subdomains {
+            registrable_domain(h) == registrable_domain(start)
+        } else {
+            h == start && u.port_or_known_default() == self.start.port_or_known_default()
+        }
+    }
+
+    /// Adds a URL found (once); its normalized form, `None` when it is not the site's.
+    fn add(&mut self, raw: &str) -> Option<String> {
+        let mut u = self.norm.parse(raw, None).ok()?;
+        if self.opts.ignore_query {
+            u.set_query(None);
+        }
+        if !self.in_scope(&u) {
+            return None;
+        }
+        let s = u.to_string();
+        if self.known.insert(s.clone()) {
+            self.found.push(s.clone());
+        }
+        Some(s)
+    }
+
+    async fn sitemaps(&mut self) {
+        let mut queue: VecDeque<Url> = VecDeque::new();
+        if let Ok(robots) = self.start.join("/robots.txt")
+            && let Some(t) = self.left()
+            && let Ok(f) = self.scraper.fetch(&robots, Some(t)).await
+            && f.status == 200
+        {
+            for line in String::from_utf8_lossy(&f.body).lines() {
+                let line = line.trim();
+                if let Some((k, v)) = line.split_once(':')
+                    && k.trim().eq_ignore_ascii_case("sitemap")
+                    && let Ok(u) = Url::parse(v.trim())
+                {
+                    queue.push_back(u);
+                }
+            }
+        }
+        if let Ok(u) = self.start.join("/sitemap.xml")
+            && !queue.contains(&u)
+        {
+            queue.push_back(u);
+        }
+        let mut read = HashSet::new();
+        while let Some(sm) = queue.pop_front() {
+            if read.len() >= MAX_SITEMAPS || !read.insert(sm.to_string()) {
+                continue;
+            }
+            let Some(t) = self.left() else { break };
+            let Ok(f) = self.scraper.fetch(&sm, Some(t)).await else {
+                continue;
+            };
+            if !(200..300).contains(&f.status) {
+                continue;
+            }
+            let listing = trawl_extract::parse_sitemap(&f.body);
+            for p in &listing.pages {
+                let _ = self.add(p);
+            }
+            for s in listing.sitemaps {
+                if let Ok(u) = Url::parse(&s) {
+                    queue.push_back(u);
+                }
+            }
+        }
+    }
+
+    async fn links(&mut self) -> Result<(), ApiError> {
+        let opts = PageOptions {
+            formats: Default::default(),
+            only_main_content: false,
+            include_tags: Vec::new(),
+            exclude_tags: Vec::new(),
+        };
+        let mut queue: VecDeque<String> = VecDeque::from([self.start.to_string()]);
+        // Pages queued to be read, whether the sitemaps listed them already or not.
+        let mut queued: HashSet<String> = queue.iter().cloned().collect();
+        let mut read = 0;
+        let mut first = true;
+        while let Some(u) = queue.pop_front() {
+            if read >= self.opts.pages || self.found.len() >= self.opts.limit * 2 {
+                break;
+            }
+            let Some(t) = self.left() else { break };
+            let Ok(url) = Url::parse(&u) else { continue };
+            read += 1;
+            let f = match self.scraper.fetch(&url, Some(t)).await {
+                Ok(f) => f,
+                // The start page itself failing is the answer; a later one is skipped.
+                Err(e) if first => return Err(e),
+                Err(_) => continue,
+            };
+            first = false;
+            if !trawl_body::is_html(f.content_type.as_deref(), &f.body) {
+                continue;
+            }
+            let Ok(base) = Url::parse(&f.final_url) else {
+                continue;
+            };
+            let mut parts = PageParts::default();
+            let (html, _) = trawl_body::decode_html(&f.body, f.content_type.as_deref());
+            crate::serve::page::render_html(&html, &base, &opts, &mut parts)?;
+            if let Ok(n) = self.norm.parse(&u, None) {
+                self.titles.insert(
+                    n.to_string(),
+                    (parts.title.clone(), parts.meta.description.clone()),
+                );
+            }
+            for l in parts.links {
+                if let Some(n) = self.add(&l)
+                    && queued.insert(n.clone())
+                {
+                    queue.push_back(n);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Vec<MapLink> {
+        let words: Vec<String> = self
+            .opts
+            .search
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        let titles = self.titles;
+        let mut links: Vec<MapLink> = self
+            .found
+            .into_iter()
+            .map(|url| {
+                let (title, description) = titles.get(&url).cloned().unwrap_or_default();
+                MapLink {
+                    url,
+                    title: title.filter(|t| !t.is_empty()),
+                    description: description.filter(|d| !d.is_empty()),
+                }
+            })
+            .collect();
+        if !words.is_empty() {
+            // Ranked, not filtered (as Firecrawl does): more matching words first, stable.
+            let score = |l: &MapLink| {
+                let hay = format!(
+                    "{} {}",
+                    l.url.to_lowercase(),
+                    l.title.as_deref().unwrap_or("").to_lowercase()
+                );
+                words.iter().filter(|w| hay.contains(w.as_str())).count()
+            };
+            links.sort_by_key(|l| std::cmp::Reverse(score(l)));
+        }
+        links.truncate(self.opts.limit);
+        links
+    }
+}
+
+/// `trawl map URL`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MapArgs {
+    /// The site's start URL.
+    pub url: String,
+    /// URLs listed at most.
+    #[arg(long, default_value_t = DEFAULT_LIMIT)]
+    pub limit: usize,
+    /// Words: the URLs and titles matching them come first.
+    #[arg(long)]
+    pub search: Option<String>,
+    /// Only the start URL's host, not its subdomains.
+    #[arg(long)]
+    pub same_host: bool,
+    /// Keep query strings (by default they are dropped and the URLs merged).
+    #[arg(long)]
+    pub keep_query: bool,
+    /// Sitemaps: include (with links), skip, or only.
+    #[arg(long, default_value = "include")]
+    pub sitemap: SitemapUse,
+    /// Pages read for their links.
+    #[arg(long, default_value_t = 10)]
+    pub pages: usize,
+    /// Seconds the whole map may take.
+    #[arg(long = "map-timeout", value_name = "S", default_value_t = 60)]
+    pub map_timeout_s: u64,
+    /// One JSON array of {url, title, description} instead of one URL per line.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub crawl: trawl_core::settings::CrawlSettings,
+}
+
+/// Prints the map of `args.url` to `out`.
+pub async fn run(args: &MapArgs, out: &mut impl std::io::Write) -> anyhow::Result<usize> {
+    args.crawl.validate()?;
+    let url = crate::serve::api::http_url(&args.url).map_err(|e| anyhow::anyhow!(e.message))?;
+    let scraper = Scraper::new(&args.crawl)?;
+    let opts = MapOptions {
+        limit: args.limit.clamp(1, MAX_LIMIT),
+        search: args.search.clone(),
+        include_subdomains: !args.same_host,
+        ignore_query: !args.keep_query,
+        sitemap: args.sitemap,
+        pages: args.pages,
+        timeout: Duration::from_secs(args.map_timeout_s.max(1)),
+    };
+    let links = map(&scraper, &url, &opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &links)?;
+        writeln!(out)?;
+    } else {
+        for l in &links {
+            writeln!(out, "{}", l.url)?;
+        }
+    }
+    Ok(links.len())
+}

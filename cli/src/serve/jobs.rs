@@ -1,0 +1,643 @@
+//! Crawl and batch-scrape jobs: each is an embedded crawl (`embedded::crawl`, the same
+//! frontier, fetcher, robots.txt, politeness, dedup and crawl store as `trawl crawl`) in
+//! its own directory under `<data>/jobs/<id>`, started when one of the `--max-jobs` slots
+//! is free. A job's row in `serve.db` and its crawl store outlive the server: a job still
+//! running at a stop (or a crash) is resumed when the server starts again. Results are
+//! read back from the job's `pages.jsonl`, through an index of its lines kept as the file
+//! grows, so a status page reads only the lines it returns.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, watch};
+use trawl_core::PageRecord;
+use trawl_core::UrlKind;
+use trawl_core::pipeline::{Shutdown, ShutdownTrigger, shutdown};
+use trawl_core::scope::ScopeKind;
+use trawl_core::settings::Settings;
+use trawl_store::dir::DirState;
+use url::Url;
+
+use super::api::{self, ApiError, BatchRequest, CrawlRequest, PageOptions, PageParts};
+use super::db::{Db, JobRow};
+use super::page;
+use crate::options::{CrawlOptions, LiveCounts};
+
+/// Documents per status page, and bytes, at most (Firecrawl's own page size).
+pub const PAGE_DOCS: usize = 100;
+const PAGE_BYTES: usize = 10 << 20;
+/// Firecrawl's default crawl limit.
+const DEFAULT_LIMIT: u64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Crawl,
+    Batch,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Crawl => "crawl",
+            Kind::Batch => "batch",
+        }
+    }
+}
+
+/// A job's request, checked, as it will run.
+struct Planned {
+    opts: CrawlOptions,
+    page: PageOptions,
+    /// Near-duplicate pages are left out of the results (`deduplicateSimilarURLs`).
+    hide_duplicates: bool,
+    /// A batch's URLs, known up front.
+    total: Option<u64>,
+    invalid: Vec<String>,
+}
+
+struct Running {
+    trigger: ShutdownTrigger,
+    live: watch::Receiver<LiveCounts>,
+}
+
+/// What a job's `pages.jsonl` holds so far, by line.
+#[derive(Default)]
+struct LineIndex {
+    read_to: u64,
+    /// Results: offset and length of each line.
+    data: Vec<(u64, u32)>,
+    errors: Vec<Value>,
+    robots_blocked: Vec<String>,
+}
+
+pub struct Jobs {
+    db: Db,
+    dir: PathBuf,
+    base: Settings,
+    concurrency: usize,
+    slots: Arc<Semaphore>,
+    running: Mutex<HashMap<String, Running>>,
+    indexes: Mutex<HashMap<String, Arc<Mutex<LineIndex>>>>,
+    server_stop: Shutdown,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Jobs {
+    pub fn new(
+        db: Db,
+        dir: PathBuf,
+        base: Settings,
+        concurrency: usize,
+        max_jobs: usize,
+        server_stop: Shutdown,
+    ) -> anyhow::Result<Arc<Self>> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(Arc::new(Self {
+            db,
+            dir,
+            base,
+            concurrency: concurrency.max(1),
+            slots: Arc::new(Semaphore::new(max_jobs.max(1))),
+            running: Mutex::new(HashMap::new()),
+            indexes: Mutex::new(HashMap::new()),
+            server_stop,
+            tasks: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Starts a job; answers its id and the URLs left out as invalid (batches).
+    pub fn start(
+        self: &Arc<Self>,
+        kind: Kind,
+        owner: &str,
+        body: &[u8],
+    ) -> Result<(String, Vec<String>), ApiError> {
+        let request = String::from_utf8_lossy(body).into_owned();
+        let id = uuid::Uuid::new_v4().to_string();
+        let planned = self.plan(kind, &id, &request)?;
+        let invalid = planned.invalid.clone();
+        let row = JobRow {
+            id: id.clone(),
+            kind: kind.name().into(),
+            owner: owner.into(),
+            request,
+            status: "scraping".into(),
+            error: None,
+            created_at: chrono::Utc::now().to_rfc3339(),
+            finished_at: None,
+        };
+        self.db.insert_job(&row)?;
+        self.spawn(row, planned, false);
+        Ok((id, invalid))
+    }
+
+    /// Jobs the last server left running: resumed from their crawl stores (a job whose
+    /// crawl had finished is only marked so).
+    pub fn resume_unfinished(self: &Arc<Self>) -> anyhow::Result<usize> {
+        let mut n = 0;
+        for row in self.db.unfinished_jobs()? {
+            let kind = if row.kind == "batch" {
+                Kind::Batch
+            } else {
+                Kind::Crawl
+            };
+            let planned = match self.plan(kind, &row.id, &row.request) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.db.finish_job(&row.id, "failed", Some(&e.message))?;
+                    continue;
+                }
+            };
+            let resume = match trawl_store::dir::inspect(&planned.opts.out)? {
+                DirState::Empty => false,
+                DirState::Crawl(s) if s.finished => {
+                    self.db.finish_job(&row.id, "completed", None)?;
+                    continue;
+                }
+                DirState::Crawl(_) => true,
+                other => {
+                    let why = format!("the job's directory cannot be resumed: {other:?}");
+                    self.db.finish_job(&row.id, "failed", Some(&why))?;
+                    continue;
+                }
+            };
+            tracing::info!(job = %row.id, resume, "job resumed after a restart");
+            self.spawn(row, planned, resume);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn spawn(self: &Arc<Self>, row: JobRow, planned: Planned, resume: bool) {
+        let (trigger, stop) = shutdown();
+        let (live_tx, live_rx) = watch::channel(LiveCounts::default());
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                row.id.clone(),
+                Running {
+                    trigger,
+                    live: live_rx,
+                },
+            );
+        let jobs = self.clone();
+        let mut opts = planned.opts;
+        opts.resume = resume;
+        opts.control.stop = Some(stop);
+        opts.control.live = Some(Arc::new(live_tx));
+        let task = tokio::spawn(async move {
+            jobs.run(row, opts).await;
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    async fn run(self: Arc<Self>, row: JobRow, opts: CrawlOptions) {
+        let id = row.id.clone();
+        let mut server_stop = self.server_stop.clone();
+        let mut job_stop = opts.control.stop.clone();
+        let permit = tokio::select! {
+            p = self.slots.clone().acquire_owned() => p.ok(),
+            _ = server_stop.recv() => None,
+            _ = async { if let Some(s) = job_stop.as_mut() { s.recv().await } } => None,
+        };
+        let stopped = job_stop.as_ref().is_some_and(Shutdown::is_shutdown);
+        // The server's stop (`shutdown`) interrupts the crawl as Ctrl-C would: it stays
+        // resumable, and is resumed at the next start.
+        let outcome = match permit {
+            Some(_) if !stopped => Some(crate::embedded::crawl(opts).await),
+            _ => None,
+        };
+        drop(permit);
+        match outcome {
+            Some(Ok((report, _))) if !report.interrupted => {
+                self.finish(&id, "completed", None);
+            }
+            Some(Err(e)) => {
+                tracing::warn!(job = %id, error = %format!("{e:#}"), "job failed");
+                self.finish(&id, "failed", Some(&format!("{e:#}")));
+            }
+            // Interrupted: cancelled (marked already) or the server stopping.
+            _ => {}
+        }
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    fn finish(&self, id: &str, status: &str, error: Option<&str>) {
+        if let Err(e) = self.db.finish_job(id, status, error) {
+            tracing::error!(job = %id, error = %format!("{e:#}"), "the job's end could not be stored");
+        }
+    }
+
+    /// Cancels a job: `Ok(false)` when it had already ended.
+    pub fn cancel(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
+        let row = self.owned(id, owner)?;
+        if row.status != "scraping" || !self.db.finish_job(id, "cancelled", None)? {
+            return Ok(false);
+        }
+        if let Some(r) = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            r.trigger.trigger();
+        }
+        Ok(true)
+    }
+
+    /// Stops every job (each stays resumable) and waits for their crawls to write what
+    /// they have.
+    pub async fn shutdown(&self) {
+        for r in self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            r.trigger.trigger();
+        }
+        let tasks: Vec<_> =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
+    fn owned(&self, id: &str, owner: &str) -> Result<JobRow, ApiError> {
+        match self.db.job(id)? {
+            Some(r) if r.owner == owner => Ok(r),
+            _ => Err(ApiError::not_found()),
+        }
+    }
+
+    /// Jobs whose crawl is running or waiting for a slot.
+    pub fn running_count(&self) -> usize {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Jobs of `owner` not yet ended.
+    pub fn active(&self, owner: &str) -> usize {
+        self.db
+            .unfinished_jobs()
+            .map(|v| v.iter().filter(|r| r.owner == owner).count())
+            .unwrap_or(0)
+    }
+
+    /// A status page: `skip` results in, at most `limit` of them, with `next` built on
+    /// `base` (the request's own URL without its query) while more are known.
+    pub fn status(
+        &self,
+        id: &str,
+        owner: &str,
+        skip: usize,
+        limit: Option<usize>,
+        base: &str,
+    ) -> Result<Value, ApiError> {
+        let row = self.owned(id, owner)?;
+        let kind = if row.kind == "batch" {
+            Kind::Batch
+        } else {
+            Kind::Crawl
+        };
+        let planned = self.plan(kind, id, &row.request)?;
+        let index = self.index(id);
+        let mut ix = index.lock().unwrap_or_else(|e| e.into_inner());
+        let pages = planned.opts.out.join("pages.jsonl");
+        refresh(&mut ix, &pages, planned.hide_duplicates)?;
+        let completed = ix.data.len();
+        let live = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .map(|r| *r.live.borrow());
+        let total = match (row.status.as_str(), planned.total, live) {
+            ("scraping", Some(t), _) => t as usize,
+            ("scraping", None, Some(l)) => completed + l.queued,
+            _ => completed,
+        }
+        .max(completed);
+        let limit = limit.unwrap_or(PAGE_DOCS).clamp(1, PAGE_DOCS);
+        let mut data = Vec::new();
+        let mut bytes = 0usize;
+        let mut file = std::fs::File::open(&pages).ok();
+        let mut n = 0;
+        for &(off, len) in ix.data.iter().skip(skip).take(limit) {
+            if bytes > 0 && bytes + len as usize > PAGE_BYTES {
+                break;
+            }
+            let Some(f) = file.as_mut() else { break };
+            let rec = read_record(f, off, len)?;
+            bytes += len as usize;
+            n += 1;
+            data.push(self.document(rec, &planned.page)?);
+        }
+        let mut out = json!({
+            "success": true,
+            "status": row.status,
+            "completed": completed,
+            "total": total,
+            "creditsUsed": completed,
+            "expiresAt": expires_at(&row.created_at),
+            "data": data,
+        });
+        if skip + n < completed {
+            out["next"] = format!("{base}?skip={}", skip + n).into();
+        }
+        if let Some(e) = row.error {
+            out["error"] = e.into();
+        }
+        Ok(out)
+    }
+
+    pub fn errors(&self, id: &str, owner: &str) -> Result<Value, ApiError> {
+        let row = self.owned(id, owner)?;
+        let kind = if row.kind == "batch" {
+            Kind::Batch
+        } else {
+            Kind::Crawl
+        };
+        let planned = self.plan(kind, id, &row.request)?;
+        let index = self.index(id);
+        let mut ix = index.lock().unwrap_or_else(|e| e.into_inner());
+        refresh(
+            &mut ix,
+            &planned.opts.out.join("pages.jsonl"),
+            planned.hide_duplicates,
+        )?;
+        Ok(json!({"errors": ix.errors, "robotsBlocked": ix.robots_blocked}))
+    }
+
+    /// Crawls of `owner` still running, for `/v2/crawl/active`.
+    pub fn active_crawls(&self, owner: &str) -> Result<Vec<Value>, ApiError> {
+        let rows = self.db.unfinished_jobs()?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.owner == owner && r.kind == "crawl")
+            .map(|r| {
+                let req: Value = serde_json::from_str(&r.request).unwrap_or(Value::Null);
+                json!({"id": r.id, "teamId": r.owner, "url": req["url"], "options": req})
+            })
+            .collect())
+    }
+
+    fn index(&self, id: &str) -> Arc<Mutex<LineIndex>> {
+        self.indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn document(&self, rec: PageRecord, opts: &PageOptions) -> Result<Value, ApiError> {
+        let mut parts = PageParts {
+            source_url: rec.url.clone(),
+            url: rec.final_url.clone(),
+            status: rec.status,
+            content_type: rec.content_type.clone(),
+            scrape_id: rec
+                .facts
+                .warc
+                .as_ref()
+                .map(|w| w.record_id.clone())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        if let Some(d) = &rec.duplicate_of {
+            parts.extra.insert("duplicateOf".into(), d.clone().into());
+        }
+        parts
+            .extra
+            .insert("fetchedAt".into(), rec.fetched_at.clone().into());
+        match (&rec.raw_html, Url::parse(&rec.final_url)) {
+            (Some(html), Ok(base)) if opts.reextracts() || opts.formats.links => {
+                page::render_html(html, &base, opts, &mut parts)?;
+            }
+            _ => {
+                parts.title = rec.title;
+                parts.meta = rec.meta;
+                parts.markdown = rec.markdown.or(Some(rec.text));
+            }
+        }
+        Ok(api::document(parts, &opts.formats, None))
+    }
+
+    /// A request, checked and turned into the crawl it runs.
+    fn plan(&self, kind: Kind, id: &str, request: &str) -> Result<Planned, ApiError> {
+        let mut opts = CrawlOptions::with_seeds(Vec::<String>::new());
+        opts.crawl = self.base.crawl.clone();
+        opts.index.settings.index = self.base.index.clone();
+        opts.index.no_index = true;
+        opts.concurrency = self.concurrency;
+        opts.out = self.dir.join(id);
+        opts.progress = "none".into();
+        let planned = match kind {
+            Kind::Crawl => self.plan_crawl(opts, api::parse(request.as_bytes())?)?,
+            Kind::Batch => plan_batch(opts, api::parse(request.as_bytes())?)?,
+        };
+        planned
+            .opts
+            .crawl
+            .validate()
+            .map_err(|e| ApiError::bad_request(format!("Bad Request: {e}")))?;
+        Ok(planned)
+    }
+
+    fn plan_crawl(&self, mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiError> {
+        let url = api::http_url(&r.url)?;
+        if r.ignore_robots_txt {
+            return Err(ApiError::bad_request(
+                "trawl always follows robots.txt: ignoreRobotsTxt cannot be true",
+            ));
+        }
+        let page = r.scrape_options.clone().unwrap_or_default().resolve()?;
+        if page.formats.change_tracking.is_some() {
+            return Err(ApiError::bad_request(
+                "changeTracking is answered by /v2/scrape; a crawl's changes come from a \
+                 re-crawl (trawl crawl --since)",
+            ));
+        }
+        let c = &mut opts.crawl;
+        c.max_pages = r.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        if let Some(d) = r.max_discovery_depth {
+            c.max_depth = d;
+        }
+        c.scope = if r.allow_external_links {
+            ScopeKind::Any
+        } else if r.allow_subdomains {
+            ScopeKind::Domain
+        } else if r.crawl_entire_domain {
+            ScopeKind::Host
+        } else {
+            ScopeKind::Prefix
+        };
+        c.include_paths = r.include_paths.clone();
+        c.exclude_paths = r.exclude_paths.clone();
+        c.paths_match_url = r.regex_on_full_url;
+        if let Some(s) = r.delay.filter(|s| s.is_finite() && *s > 0.0) {
+            // The server's delay is a floor a request cannot lower.
+            c.delay_ms = c.delay_ms.max((s * 1000.0).min(3.6e6) as u64);
+        }
+        if r.ignore_query_parameters {
+            c.strip_params.push("*".into());
+        }
+        c.keep_html = page.reextracts() || page.formats.links;
+        if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
+            opts.concurrency = opts.concurrency.min(m as usize);
+        }
+        let origin = url.join("/sitemap.xml").ok().map(|u| u.to_string());
+        match r.sitemap.as_deref().unwrap_or("include") {
+            "include" => {
+                opts.targets.seeds = vec![url.to_string()];
+                opts.targets.sitemaps = origin.into_iter().collect();
+            }
+            "skip" => opts.targets.seeds = vec![url.to_string()],
+            "only" => {
+                // The sitemap's pages, not what they link to.
+                opts.targets.sitemaps = origin.into_iter().collect();
+                opts.crawl.max_depth = opts.crawl.max_depth.min(1);
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "Bad Request: sitemap must be include, skip or only, not {other:?}"
+                )));
+            }
+        }
+        Ok(Planned {
+            opts,
+            page,
+            hide_duplicates: r.deduplicate_similar_urls.unwrap_or(true),
+            total: None,
+            invalid: Vec::new(),
+        })
+    }
+}
+
+fn plan_batch(mut opts: CrawlOptions, r: BatchRequest) -> Result<Planned, ApiError> {
+    let page = r.options.resolve()?;
+    if page.formats.change_tracking.is_some() {
+        return Err(ApiError::bad_request(
+            "changeTracking is answered by /v2/scrape, one page at a time",
+        ));
+    }
+    let mut valid = Vec::new();
+    let mut invalid = Vec::new();
+    for u in &r.urls {
+        match api::http_url(u) {
+            Ok(url) => valid.push(url.to_string()),
+            Err(e) if !r.ignore_invalid_urls => return Err(e),
+            Err(_) => invalid.push(u.clone()),
+        }
+    }
+    if valid.is_empty() {
+        return Err(ApiError::bad_request("Bad Request: no valid URL to scrape"));
+    }
+    valid.sort();
+    valid.dedup();
+    let c = &mut opts.crawl;
+    // Exactly the URLs given: no links followed, any host.
+    c.max_depth = 0;
+    c.scope = ScopeKind::Any;
+    c.max_pages = 0;
+    c.keep_html = page.reextracts() || page.formats.links;
+    if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
+        opts.concurrency = opts.concurrency.min(m as usize);
+    }
+    let total = valid.len() as u64;
+    opts.targets.seeds = valid;
+    Ok(Planned {
+        opts,
+        page,
+        hide_duplicates: false,
+        total: Some(total),
+        invalid,
+    })
+}
+
+fn expires_at(created: &str) -> Value {
+    chrono::DateTime::parse_from_rfc3339(created)
+        .map(|t| (t + chrono::Duration::hours(24)).to_rfc3339().into())
+        .unwrap_or(Value::Null)
+}
+
+/// Reads the whole lines added to `pages.jsonl` since the last call.
+fn refresh(ix: &mut LineIndex, pages: &Path, hide_duplicates: bool) -> Result<(), ApiError> {
+    let Ok(mut f) = std::fs::File::open(pages) else {
+        return Ok(());
+    };
+    let len = f.metadata().map_err(ApiError::internal)?.len();
+    if len < ix.read_to {
+        // Cut back (a resumed crawl): read it again.
+        *ix = LineIndex::default();
+    }
+    f.seek(SeekFrom::Start(ix.read_to))
+        .map_err(ApiError::internal)?;
+    let mut r = BufReader::new(f);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line).map_err(ApiError::internal)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        let off = ix.read_to;
+        ix.read_to += n as u64;
+        let Ok(rec) = serde_json::from_slice::<PageRecord>(&line) else {
+            continue;
+        };
+        classify(ix, &rec, off, n, hide_duplicates);
+    }
+    Ok(())
+}
+
+fn classify(ix: &mut LineIndex, rec: &PageRecord, off: u64, len: usize, hide_duplicates: bool) {
+    if rec.kind != UrlKind::Page {
+        return;
+    }
+    let cut = rec
+        .error
+        .as_ref()
+        .is_some_and(|e| matches!(e.kind.as_str(), "body_too_large" | "record_too_large"));
+    match &rec.error {
+        Some(e) if !cut => {
+            if e.kind == "robots_disallowed" {
+                ix.robots_blocked.push(rec.url.clone());
+            } else {
+                ix.errors.push(json!({
+                    "id": format!("{}-{}", e.kind, ix.errors.len()),
+                    "timestamp": rec.fetched_at,
+                    "url": rec.url,
+                    "code": e.kind.to_ascii_uppercase(),
+                    "error": e.message,
+                }));
+            }
+        }
+        _ if rec.status == 0 => {}
+        _ if hide_duplicates && rec.duplicate_of.is_some() => {}
+        _ => ix.data.push((off, len.min(u32::MAX as usize) as u32)),
+    }
+}
+
+fn read_record(f: &mut std::fs::File, off: u64, len: u32) -> Result<PageRecord, ApiError> {
+    f.seek(SeekFrom::Start(off)).map_err(ApiError::internal)?;
+    let mut buf = vec![0; len as usize];
+    f.read_exact(&mut buf).map_err(ApiError::internal)?;
+    serde_json::from_slice(&buf).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            format!("a line of the job's pages.jsonl does not read back: {e}"),
+        )
+    })
+}

@@ -1,0 +1,563 @@
+//! `trawl serve`: Firecrawl's v2 HTTP API over trawl's engine, so code written for
+//! `firecrawl-py` or `langchain-firecrawl` runs against trawl by pointing `api_url` at it.
+//! `/v2/scrape` and `/v2/map` answer at once through the one-shot fetcher; `/v2/crawl`
+//! and `/v2/batch/scrape` are jobs (`jobs`), each an embedded crawl kept on disk.
+//! Keys (`--api-key`) gate every `/v2` path; each key has its own limits of requests in
+//! flight and of jobs running.
+
+pub mod api;
+pub mod changes;
+pub mod db;
+pub mod jobs;
+mod metrics;
+pub mod page;
+pub mod scrape;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::Digest;
+use trawl_core::settings::{CrawlSettings, Settings};
+
+use api::{ApiError, MapRequest, PageParts, ScrapeRequest};
+use jobs::{Jobs, Kind};
+use scrape::Scraper;
+
+use crate::map::{self as sitemap_map, MapOptions, SitemapUse};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:3002")]
+    pub listen: SocketAddr,
+    /// Where jobs and scrape history are kept (`serve.db`, `jobs/<id>/`).
+    #[arg(long, default_value = "trawl-serve")]
+    pub data: PathBuf,
+    /// API keys accepted as `Authorization: Bearer KEY` (none: no key needed). Better
+    /// given as `TRAWL_API_KEYS`, comma-separated.
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "TRAWL_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub api_keys: Vec<String>,
+    /// Crawl and batch jobs running at once (the others wait, `scraping` with nothing done).
+    #[arg(long, default_value_t = 4)]
+    pub max_jobs: usize,
+    /// Requests in flight in each job.
+    #[arg(long, default_value_t = 16)]
+    pub job_concurrency: usize,
+    /// Scrape and map requests one key may have in flight; more are answered 429.
+    #[arg(long, default_value_t = 32)]
+    pub max_requests_per_key: usize,
+    /// Jobs one key may have unfinished; more are answered 429.
+    #[arg(long, default_value_t = 8)]
+    pub max_jobs_per_key: usize,
+    /// Largest request body.
+    #[arg(long, default_value_t = 10 << 20)]
+    pub max_request_bytes: usize,
+    /// Pages `/v2/map` reads for their links (besides the sitemaps).
+    #[arg(long, default_value_t = 10)]
+    pub map_pages: usize,
+    #[command(flatten)]
+    pub crawl: CrawlSettings,
+}
+
+pub struct App {
+    scraper: Scraper,
+    jobs: Arc<Jobs>,
+    db: db::Db,
+    keys: Vec<(String, String)>,
+    in_flight: Mutex<HashMap<String, usize>>,
+    args: ServeArgs,
+    metrics: metrics::Metrics,
+}
+
+/// The key's owner id, set by the auth layer.
+#[derive(Debug, Clone)]
+struct Owner(String);
+
+/// Runs the server until Ctrl-C or SIGTERM; jobs still running are left resumable.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    serve_on(listener, args, stop_signal()).await
+}
+
+/// Runs the server on `listener` until `stop` resolves, then stops the jobs (each stays
+/// resumable) and returns once their crawls have written what they have.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    args: ServeArgs,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (app, trigger) = build(args)?;
+    let resumed = app.jobs.resume_unfinished()?;
+    tracing::info!(addr = %listener.local_addr()?, resumed, "trawl serve listening");
+    let jobs = app.jobs.clone();
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(async move {
+            stop.await;
+            trigger.trigger();
+        })
+        .await?;
+    jobs.shutdown().await;
+    Ok(())
+}
+
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The app over `args`, and the trigger that stops its jobs.
+pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline::ShutdownTrigger)> {
+    args.crawl.validate()?;
+    std::fs::create_dir_all(&args.data)
+        .with_context(|| format!("creating {}", args.data.display()))?;
+    let db = db::Db::open(&args.data.join("serve.db"))?;
+    let (trigger, stop) = trawl_core::pipeline::shutdown();
+    let settings = Settings {
+        crawl: args.crawl.clone(),
+        ..Settings::default()
+    };
+    let jobs = Jobs::new(
+        db.clone(),
+        args.data.join("jobs"),
+        settings,
+        args.job_concurrency,
+        args.max_jobs,
+        stop,
+    )?;
+    let keys = args
+        .api_keys
+        .iter()
+        .filter(|k| !k.is_empty())
+        .map(|k| (k.clone(), owner_of(k)))
+        .collect();
+    let app = App {
+        scraper: Scraper::new(&args.crawl)?,
+        jobs,
+        db,
+        keys,
+        in_flight: Mutex::new(HashMap::new()),
+        args,
+        metrics: metrics::Metrics::default(),
+    };
+    Ok((Arc::new(app), trigger))
+}
+
+fn owner_of(key: &str) -> String {
+    let d = sha2::Sha256::digest(key.as_bytes());
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    let v2 = Router::new()
+        .route("/v2/scrape", post(scrape))
+        .route("/v2/map", post(map))
+        .route("/v2/crawl", post(crawl_start))
+        .route("/v2/crawl/active", get(crawl_active))
+        .route("/v2/crawl/{id}", get(crawl_status).delete(crawl_cancel))
+        .route("/v2/crawl/{id}/errors", get(crawl_errors))
+        .route("/v2/batch/scrape", post(batch_start))
+        .route(
+            "/v2/batch/scrape/{id}",
+            get(batch_status).delete(batch_cancel),
+        )
+        .route("/v2/batch/scrape/{id}/errors", get(batch_errors))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, None, "Not found") })
+        .layer(middleware::from_fn_with_state(app.clone(), auth));
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics_text))
+        .merge(v2)
+        .layer(DefaultBodyLimit::max(app.args.max_request_bytes))
+        .layer(middleware::from_fn_with_state(app.clone(), observe))
+        .with_state(app)
+}
+
+async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let owner = if app.keys.is_empty() {
+        String::new()
+    } else {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match given.and_then(|g| app.keys.iter().find(|(k, _)| k == g)) {
+            Some((_, owner)) => owner.clone(),
+            None => {
+                return ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    None,
+                    "Unauthorized: invalid or missing API key",
+                )
+                .into_response();
+            }
+        }
+    };
+    req.extensions_mut().insert(Owner(owner));
+    next.run(req).await
+}
+
+/// Counts every answer, and gives the too-large answer Firecrawl's error body.
+async fn observe(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "other".into());
+    let started = Instant::now();
+    let mut res = next.run(req).await;
+    if res.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        res = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Some("PAYLOAD_TOO_LARGE"),
+            format!(
+                "the request body is over {} bytes",
+                app.args.max_request_bytes
+            ),
+        )
+        .into_response();
+    }
+    app.metrics
+        .observe(&route, res.status().as_u16(), started.elapsed());
+    res
+}
+
+async fn metrics_text(State(app): State<Arc<App>>) -> impl IntoResponse {
+    let running = app.jobs.running_count();
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(running),
+    )
+}
+
+/// A request slot of one key, given back when dropped.
+struct Slot<'a> {
+    app: &'a App,
+    owner: String,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut m = self.app.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.owner);
+            }
+        }
+    }
+}
+
+impl App {
+    fn slot(&self, owner: &str) -> Result<Slot<'_>, ApiError> {
+        let mut m = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(owner.to_string()).or_default();
+        if *n >= self.args.max_requests_per_key {
+            return Err(rate_limited(format!(
+                "Rate limit exceeded: {} requests of this key are in flight",
+                self.args.max_requests_per_key
+            )));
+        }
+        *n += 1;
+        Ok(Slot {
+            app: self,
+            owner: owner.to_string(),
+        })
+    }
+
+    fn job_slot(&self, owner: &str) -> Result<(), ApiError> {
+        if self.jobs.active(owner) >= self.args.max_jobs_per_key {
+            return Err(rate_limited(format!(
+                "Rate limit exceeded: {} jobs of this key are unfinished",
+                self.args.max_jobs_per_key
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn rate_limited(msg: String) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some("RATE_LIMIT_EXCEEDED"),
+        msg,
+    )
+}
+
+type Answer = Result<axum::Json<Value>, ApiError>;
+
+async fn scrape(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    body: Bytes,
+) -> Answer {
+    let req: ScrapeRequest = api::parse(&body)?;
+    let url = api::http_url(&req.url)?;
+    let opts = req.options.resolve()?;
+    let _slot = app.slot(&owner)?;
+    let f = app
+        .scraper
+        .fetch(&url, req.options.timeout.map(Duration::from_millis))
+        .await?;
+    let source_url = req.url.clone();
+    let app2 = app.clone();
+    // Extraction is CPU work: off the request threads.
+    let doc = tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
+        let mut parts = PageParts {
+            source_url: source_url.clone(),
+            url: f.final_url.clone(),
+            status: f.status,
+            content_type: f.content_type.clone(),
+            scrape_id: uuid::Uuid::new_v4().to_string(),
+            ..Default::default()
+        };
+        match url::Url::parse(&f.final_url) {
+            Ok(base) if trawl_body::is_html(f.content_type.as_deref(), &f.body) => {
+                let (html, _) = trawl_body::decode_html(&f.body, f.content_type.as_deref());
+                page::render_html(&html, &base, &opts, &mut parts)?;
+            }
+            _ => page::render_other(&f.body, f.content_type.as_deref(), &mut parts),
+        }
+        let change = match &opts.formats.change_tracking {
+            Some(ct) => Some(changes::track(
+                &app2.db,
+                &owner,
+                &source_url,
+                ct.tag.as_deref(),
+                parts.markdown.as_deref().unwrap_or(""),
+                parts.status,
+                ct.git_diff,
+            )?),
+            None => None,
+        };
+        Ok(api::document(parts, &opts.formats, change))
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    app.metrics.scraped(1);
+    Ok(axum::Json(json!({"success": true, "data": doc})))
+}
+
+async fn map(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    body: Bytes,
+) -> Answer {
+    let req: MapRequest = api::parse(&body)?;
+    let url = api::http_url(&req.url)?;
+    let limit = match req.limit {
+        Some(0) => {
+            return Err(ApiError::bad_request(
+                "Bad Request: limit must be at least 1",
+            ));
+        }
+        Some(n) => (n as usize).min(sitemap_map::MAX_LIMIT),
+        None => sitemap_map::DEFAULT_LIMIT,
+    };
+    let sitemap = match req.sitemap.as_deref() {
+        None => SitemapUse::Include,
+        Some(s) => s
+            .parse()
+            .map_err(|e: String| ApiError::bad_request(format!("Bad Request: {e}")))?,
+    };
+    let opts = MapOptions {
+        limit,
+        search: req.search.filter(|s| !s.trim().is_empty()),
+        include_subdomains: req.include_subdomains.unwrap_or(true),
+        ignore_query: req.ignore_query_parameters.unwrap_or(true),
+        sitemap,
+        pages: app.args.map_pages,
+        timeout: req
+            .timeout
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(60)),
+    };
+    let _slot = app.slot(&owner)?;
+    let links = sitemap_map::map(&app.scraper, &url, &opts).await?;
+    Ok(axum::Json(json!({"success": true, "links": links})))
+}
+
+fn job_url(headers: &HeaderMap, path: &str) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}{path}")
+}
+
+async fn start_job(
+    app: &App,
+    kind: Kind,
+    owner: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    path: &str,
+) -> Answer {
+    app.job_slot(owner)?;
+    let (id, invalid) = app.jobs.start(kind, owner, body)?;
+    let mut out =
+        json!({"success": true, "id": id, "url": job_url(headers, &format!("{path}/{id}"))});
+    if kind == Kind::Batch {
+        out["invalidURLs"] = invalid.into();
+    }
+    Ok(axum::Json(out))
+}
+
+async fn crawl_start(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    start_job(&app, Kind::Crawl, &owner, &headers, &body, "/v2/crawl").await
+}
+
+async fn batch_start(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    start_job(
+        &app,
+        Kind::Batch,
+        &owner,
+        &headers,
+        &body,
+        "/v2/batch/scrape",
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+struct PageQuery {
+    skip: Option<usize>,
+    limit: Option<usize>,
+}
+
+fn status(
+    app: &App,
+    owner: &str,
+    id: &str,
+    q: &PageQuery,
+    headers: &HeaderMap,
+    path: &str,
+) -> Answer {
+    let base = job_url(headers, &format!("{path}/{id}"));
+    let v = app
+        .jobs
+        .status(id, owner, q.skip.unwrap_or(0), q.limit, &base)?;
+    Ok(axum::Json(v))
+}
+
+async fn crawl_status(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+    q: Query<PageQuery>,
+    headers: HeaderMap,
+) -> Answer {
+    let app2 = app.clone();
+    tokio::task::spawn_blocking(move || status(&app2, &owner, &id, &q, &headers, "/v2/crawl"))
+        .await
+        .map_err(ApiError::internal)?
+}
+
+async fn batch_status(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+    q: Query<PageQuery>,
+    headers: HeaderMap,
+) -> Answer {
+    let app2 = app.clone();
+    tokio::task::spawn_blocking(move || {
+        status(&app2, &owner, &id, &q, &headers, "/v2/batch/scrape")
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+fn cancel(app: &App, owner: &str, id: &str) -> Answer {
+    if app.jobs.cancel(id, owner)? {
+        Ok(axum::Json(json!({"success": true, "status": "cancelled"})))
+    } else {
+        Err(ApiError::new(
+            StatusCode::CONFLICT,
+            None,
+            "Job already finished",
+        ))
+    }
+}
+
+async fn crawl_cancel(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    cancel(&app, &owner, &id)
+}
+
+async fn batch_cancel(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    cancel(&app, &owner, &id)
+}
+
+async fn crawl_errors(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    Ok(axum::Json(app.jobs.errors(&id, &owner)?))
+}
+
+async fn batch_errors(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    Ok(axum::Json(app.jobs.errors(&id, &owner)?))
+}
+
+async fn crawl_active(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    Ok(axum::Json(
+        json!({"success": true, "crawls": app.jobs.active_crawls(&owner)?}),
+    ))
+}

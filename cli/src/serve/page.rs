@@ -1,0 +1,70 @@
+//! One page's formats from its markup, with the request's options: the include and
+//! exclude selectors first, then trawl's extractor (main content or the whole page), the
+//! cleaned HTML, links and images, all from one parse.
+
+use trawl_extract::content::{self, Options};
+use url::Url;
+
+use super::api::{ApiError, PageOptions, PageParts};
+
+/// Fills `parts`' title, metadata and formats from the page's markup.
+pub fn render_html(
+    html: &str,
+    base: &Url,
+    opts: &PageOptions,
+    parts: &mut PageParts,
+) -> Result<(), ApiError> {
+    let original = html;
+    let filtered;
+    let html = if opts.include_tags.is_empty() && opts.exclude_tags.is_empty() {
+        html
+    } else {
+        filtered = trawl_extract::filter_tags(html, &opts.include_tags, &opts.exclude_tags)
+            .map_err(|e| ApiError::bad_request(format!("Bad Request: {e}")))?;
+        filtered.as_str()
+    };
+    let c = content::extract(
+        html,
+        Some(base),
+        Options {
+            markdown: true,
+            markdown_links: false,
+            links: true,
+            main_content: opts.only_main_content,
+            html: opts.formats.html,
+        },
+    );
+    parts.title = c.title;
+    parts.meta = c.meta;
+    parts.markdown = c.markdown;
+    parts.html = c.html;
+    if let Some(l) = c.links {
+        parts.links = dedup(l.links);
+        parts.images = dedup(l.images);
+    }
+    if opts.formats.raw_html {
+        parts.raw_html = Some(original.to_string());
+    }
+    Ok(())
+}
+
+/// A body that is not HTML: text as its own Markdown, anything else empty.
+pub fn render_other(body: &[u8], content_type: Option<&str>, parts: &mut PageParts) {
+    let text = content_type.is_some_and(|t| {
+        let t = t.to_ascii_lowercase();
+        t.starts_with("text/") || t.contains("json") || t.contains("xml")
+    });
+    if text {
+        let s = String::from_utf8_lossy(body).into_owned();
+        parts.markdown = Some(s.clone());
+        parts.raw_html = Some(s);
+    }
+}
+
+/// In document order, each once.
+fn dedup(urls: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    urls.into_iter()
+        .filter(|u| seen.insert(u.clone()))
+        .collect()
+}

@@ -1,0 +1,676 @@
+//! `trawl serve`, Firecrawl's v2 API: driven by the real `firecrawl-py` and
+//! `langchain-firecrawl` (tests/py/firecrawl_sdk.py), and over raw HTTP for what the SDK
+//! cannot show: Firecrawl's error body for bad requests, pagination through `next`, jobs
+//! that outlive a `kill -9` of the server, per-key limits, the private-address default,
+//! and `trawl map` printing what `/v2/map` answers.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use trawl::serve::ServeArgs;
+use trawl_core::settings::CrawlSettings;
+
+/// The fixture site of the SDK checks: a home page, three pages, a blog two hops deep, a
+/// page only its sitemap lists, one that changes, a 404, slow pages, robots.txt.
+struct Fixture {
+    addr: SocketAddr,
+}
+
+fn page(title: &str, nav: bool, main: &str) -> String {
+    let nav = if nav {
+        r#"<header><nav><a href="/">Home</a> <a href="/a">A</a> <a href="/b">B</a> <a href="/c">C</a> <a href="/blog/post-1">Blog</a></nav></header>"#
+    } else {
+        r#"<header><nav><a href="/">Home</a></nav></header>"#
+    };
+    format!(
+        "<!doctype html><html lang=en><head><title>{title}</title>\
+         <meta name=description content=\"About {title}\"><script>var tracker = 1;</script></head>\
+         <body>{nav}<main>{main}</main><footer><p>Footer text © 2026 the fixture site, \
+         all rights reserved.</p></footer></body></html>"
+    )
+}
+
+fn body_of(path: &str) -> Option<String> {
+    let p = |s: &str| format!("<p>{s}</p>");
+    Some(match path {
+        "" => page(
+            "Home",
+            true,
+            &format!(
+                "<h1>Home</h1>{}",
+                p(
+                    "Welcome to the fixture site. It holds a few pages about rivers, \
+                   mountains and the weather, written so that an extractor has a main \
+                   content to find on each of them."
+                )
+            ),
+        ),
+        "a" => page(
+            "Page A",
+            true,
+            "<h1>Rivers</h1><p id=lead>Lead paragraph of A: rivers carry water from \
+             the mountains to the sea, cutting valleys as they go.</p><p>Second paragraph \
+             of A: the longest river of the fixture is entirely made up.</p>",
+        ),
+        "b" => page(
+            "Page B",
+            true,
+            &p(
+                "Mountains rise where plates collide; page B counts seven summits \
+                above four thousand metres and names none of them.",
+            ),
+        ),
+        "c" => page(
+            "Page C",
+            true,
+            &p(
+                "Weather is what the atmosphere does today; page C keeps a diary of \
+                rain, fog and one memorable hailstorm in April.",
+            ),
+        ),
+        "blog/post-1" => page(
+            "Post one",
+            false,
+            "<h1>Post one</h1><p>The first post of the blog, about starting a blog, \
+             links to the second.</p><p><a href=\"/blog/post-2\">Next post</a></p>",
+        ),
+        "blog/post-2" => page(
+            "Post two",
+            false,
+            "<p>The second post of the blog is found two hops from the home page, \
+             and talks about finishing what one starts.</p>",
+        ),
+        "only-in-sitemap" => page(
+            "Hidden",
+            false,
+            "<p>No page links here: only the sitemap lists this page, which is about \
+             being hard to find.</p>",
+        ),
+        "private/secret" => page("Secret", false, "<p>robots.txt disallows this page.</p>"),
+        _ => return None,
+    })
+}
+
+async fn serve_page(UrlPath(path): UrlPath<String>) -> impl IntoResponse {
+    match body_of(&path) {
+        Some(b) => (StatusCode::OK, Html(b)),
+        None => (
+            StatusCode::NOT_FOUND,
+            Html(page(
+                "Not found",
+                false,
+                "<p>There is no such page here, sorry.</p>",
+            )),
+        ),
+    }
+}
+
+async fn slow(UrlPath(n): UrlPath<u32>) -> impl IntoResponse {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let links: String = (1..=3)
+        .map(|k| format!("<a href=\"/slow/{}\">next</a> ", n * 3 + k))
+        .collect();
+    Html(page(
+        &format!("Slow {n}"),
+        false,
+        &format!("<p>Slow page number {n} of an endless chain, each answered late.</p>{links}"),
+    ))
+}
+
+impl Fixture {
+    async fn start() -> Self {
+        let changing = Arc::new(Mutex::new(String::from("Version one of the page.")));
+        let app = Router::new()
+            .route("/", get(|| async { serve_page(UrlPath(String::new())).await }))
+            .route(
+                "/robots.txt",
+                get(|State(o): State<Origin>| async move {
+                    format!("User-agent: *\nDisallow: /private/\nSitemap: {}/sitemap.xml\n", o.0)
+                }),
+            )
+            .route(
+                "/sitemap.xml",
+                get(|State(o): State<Origin>| async move {
+                    let urls: String = ["/", "/a", "/only-in-sitemap", "/blog/post-1"]
+                        .iter()
+                        .map(|p| format!("<url><loc>{}{p}</loc></url>", o.0))
+                        .collect();
+                    (
+                        [("content-type", "application/xml")],
+                        format!(
+                            "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{urls}</urlset>"
+                        ),
+                    )
+                }),
+            )
+            .route("/slow/{n}", get(slow))
+            .route(
+                "/changing",
+                get(|State(o): State<Origin>| async move {
+                    let text = o.1.lock().unwrap().clone();
+                    Html(page("Changing", false, &format!("<h1>Changing</h1><p>{text}</p>")))
+                }),
+            )
+            .route(
+                "/__set",
+                post(|State(o): State<Origin>, body: String| async move {
+                    *o.1.lock().unwrap() = body;
+                    "ok"
+                }),
+            )
+            .route("/{*path}", get(serve_page));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = app.with_state(Origin(format!("http://{addr}"), changing));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+#[derive(Clone)]
+struct Origin(String, Arc<Mutex<String>>);
+
+fn args(data: &Path, keys: &[&str]) -> ServeArgs {
+    ServeArgs {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data: data.to_path_buf(),
+        api_keys: keys.iter().map(|k| k.to_string()).collect(),
+        max_jobs: 4,
+        job_concurrency: 4,
+        max_requests_per_key: 32,
+        max_jobs_per_key: 8,
+        max_request_bytes: 1 << 20,
+        map_pages: 10,
+        crawl: CrawlSettings {
+            allow_private: true,
+            delay_ms: 0,
+            timeout_s: 10,
+            ..CrawlSettings::default()
+        },
+    }
+}
+
+/// A server in this process; it stops (its jobs left resumable) when the sender drops.
+struct Api {
+    base: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Api {
+    async fn start(args: ServeArgs) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(trawl::serve::serve_on(listener, args, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base,
+            _stop: tx,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        drop(self._stop);
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn post_json(url: &str, key: Option<&str>, body: impl Into<reqwest::Body>) -> (u16, Value) {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(k) = key {
+        r = r.bearer_auth(k);
+    }
+    let resp = r.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    let v = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    (status, v)
+}
+
+async fn get_json(url: &str) -> (u16, Value) {
+    let resp = reqwest::get(url).await.unwrap();
+    let status = resp.status().as_u16();
+    (
+        status,
+        serde_json::from_str(&resp.text().await.unwrap()).unwrap(),
+    )
+}
+
+async fn wait_done(url: &str, secs: u64) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (code, v) = get_json(url).await;
+        assert_eq!(code, 200, "{v}");
+        if v["status"] != "scraping" {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still scraping: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn firecrawl_py_and_langchain_work_unchanged() {
+    if !support::python_has("firecrawl") || !support::python_has("langchain_firecrawl") {
+        return;
+    }
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(args(dir.path(), &["fc-test"])).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/firecrawl_sdk.py");
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .env("FIRECRAWL_API_URL", &api.base)
+        .env("FIRECRAWL_API_KEY", "fc-test")
+        .env("SITE", site.url(""))
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the SDK checks failed:\n{stdout}");
+    assert!(stdout.contains("all passed"), "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    api.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_requests_get_firecrawls_error_body_and_never_a_crash() {
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(args(dir.path(), &["k1"])).await;
+    let scrape = format!("{}/v2/scrape", api.base);
+    let k = Some("k1");
+    let cases: Vec<(&str, String, u16)> = vec![
+        ("not JSON", "{not json".into(), 400),
+        ("no url", r#"{"formats":["markdown"]}"#.into(), 400),
+        ("a relative url", r#"{"url":"/a"}"#.into(), 400),
+        (
+            "a wrong type",
+            r#"{"url":"http://x/","onlyMainContent":"yes"}"#.into(),
+            400,
+        ),
+        (
+            "an unknown format",
+            format!(r#"{{"url":"{}","formats":["screenshot"]}}"#, site.url("/")),
+            400,
+        ),
+        (
+            "a bad selector",
+            format!(r#"{{"url":"{}","includeTags":["div["]}}"#, site.url("/")),
+            400,
+        ),
+    ];
+    for (what, body, want) in cases {
+        let (code, v) = post_json(&scrape, k, body).await;
+        assert_eq!(code, want, "{what}: {v}");
+        assert_eq!(v["success"], false, "{what}: {v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{what}: {v}"
+        );
+    }
+    // Unknown fields are ignored.
+    let (code, v) = post_json(
+        &scrape,
+        k,
+        format!(
+            r#"{{"url":"{}","origin":"python-sdk@9","someNewField":[1,2]}}"#,
+            site.url("/")
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let crawl = format!("{}/v2/crawl", api.base);
+    for (what, body) in [
+        (
+            "ignoreRobotsTxt",
+            format!(r#"{{"url":"{}","ignoreRobotsTxt":true}}"#, site.url("/")),
+        ),
+        (
+            "a bad path pattern",
+            format!(
+                r#"{{"url":"{}","includePaths":["(unclosed"]}}"#,
+                site.url("/")
+            ),
+        ),
+        (
+            "a bad sitemap mode",
+            format!(r#"{{"url":"{}","sitemap":"sometimes"}}"#, site.url("/")),
+        ),
+    ] {
+        let (code, v) = post_json(&crawl, k, body).await;
+        assert_eq!((code, &v["success"]), (400, &json!(false)), "{what}: {v}");
+    }
+    // No key, a wrong key: 401 with the error body; health and metrics need none.
+    let (code, v) = post_json(&scrape, None, format!(r#"{{"url":"{}"}}"#, site.url("/"))).await;
+    assert_eq!((code, &v["success"]), (401, &json!(false)), "{v}");
+    let (code, _) = post_json(
+        &scrape,
+        Some("k2"),
+        format!(r#"{{"url":"{}"}}"#, site.url("/")),
+    )
+    .await;
+    assert_eq!(code, 401);
+    assert_eq!(
+        reqwest::get(format!("{}/healthz", api.base))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // Too large a body: 413, still Firecrawl's shape.
+    let (code, v) = post_json(&scrape, k, vec![b' '; 2 << 20]).await;
+    assert_eq!((code, &v["success"]), (413, &json!(false)), "{v}");
+    // Unknown paths and jobs.
+    let (code, v) = post_json(&format!("{}/v2/nothing", api.base), k, "{}").await;
+    assert_eq!((code, &v["success"]), (404, &json!(false)), "{v}");
+    // Hostile bodies: every mutation of valid requests is answered, none with a 5xx
+    // other than a fetch failure of a mangled URL.
+    let seeds = [
+        format!(
+            r#"{{"url":"{}","formats":["markdown","html",{{"type":"changeTracking","modes":["git-diff"]}}],"includeTags":["main"],"timeout":5000}}"#,
+            site.url("/a")
+        ),
+        format!(
+            r#"{{"url":"{}","limit":2,"includePaths":["^/b"],"scrapeOptions":{{"formats":["links"]}}}}"#,
+            site.url("/")
+        ),
+    ];
+    let seed_bytes: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
+    let mut bodies = Vec::new();
+    trawl_core::mutate::each_mutation(&seed_bytes, 60, |m| bodies.push(m.to_vec()));
+    for (i, b) in bodies.into_iter().enumerate() {
+        let path = if i % 2 == 0 { "/v2/scrape" } else { "/v2/map" };
+        let resp = reqwest::Client::new()
+            .post(format!("{}{path}", api.base))
+            .bearer_auth("k1")
+            .body(b.clone())
+            .send()
+            .await
+            .unwrap();
+        let code = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("mutation {i}: not JSON ({code}): {e}: {text}"));
+        assert!(v["success"].is_boolean(), "mutation {i}: {v}");
+        // A 5xx is only ever the site's (a mangled URL's host does not answer).
+        if code >= 500 {
+            let site_side = v["code"].as_str().is_some_and(|c| {
+                c.starts_with("SCRAPE_") || c == "ROBOTS_UNREACHABLE" || c == "SITE_BUSY"
+            });
+            assert!(site_side, "mutation {i} ({code}): {v}");
+        }
+    }
+    let metrics = reqwest::get(format!("{}/metrics", api.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("trawl_api_requests_total{route=\"/v2/scrape\",status=\"400\"}"),
+        "{metrics}"
+    );
+    api.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crawl_is_read_page_by_page_through_next() {
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(args(dir.path(), &[])).await;
+    let (code, v) = post_json(
+        &format!("{}/v2/crawl", api.base),
+        None,
+        json!({"url": site.url("/"), "limit": 5, "scrapeOptions": {"formats": ["markdown", "links"]}}).to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let status_url = v["url"].as_str().unwrap().to_string();
+    assert!(status_url.ends_with(v["id"].as_str().unwrap()));
+    let done = wait_done(&status_url, 60).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        (done["completed"].as_u64(), done["total"].as_u64()),
+        (Some(5), Some(5)),
+        "{done}"
+    );
+    let mut seen = Vec::new();
+    let mut next = Some(format!("{status_url}?limit=2"));
+    let mut pages = 0;
+    while let Some(url) = next {
+        let (_, v) = get_json(&url).await;
+        pages += 1;
+        for d in v["data"].as_array().unwrap() {
+            assert!(d["markdown"].as_str().is_some_and(|m| !m.is_empty()), "{d}");
+            assert!(d["links"].is_array(), "links format: {d}");
+            assert_eq!(d["metadata"]["statusCode"], 200);
+            seen.push(d["metadata"]["sourceURL"].as_str().unwrap().to_string());
+        }
+        next = v["next"].as_str().map(|n| format!("{n}&limit=2"));
+        assert!(pages < 10, "next never ends");
+    }
+    assert_eq!(pages, 3, "5 documents at 2 a page");
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (5, 5), "{seen:?}");
+    let (code, v) = get_json(&format!("{}/v2/crawl/{}", api.base, uuid::Uuid::new_v4())).await;
+    assert_eq!((code, &v["error"]), (404, &json!("Job not found")));
+    api.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crawl_job_outlives_a_kill_of_the_server() {
+    let Some(trawl) = support::bin("trawl") else {
+        panic!("the trawl binary is built with the tests (cargo build --workspace)");
+    };
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let start = || {
+        tokio::process::Command::new(&trawl)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--allow-private",
+                "--delay",
+                "0",
+            ])
+            .arg("--data")
+            .arg(dir.path())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    let up = |base: String| async move {
+        for _ in 0..200 {
+            if reqwest::get(format!("{base}/healthz")).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("trawl serve did not start");
+    };
+    let mut server = start();
+    up(base.clone()).await;
+    // 30 slow pages, one at a time: several seconds of crawl to kill in the middle of.
+    let (code, v) = post_json(
+        &format!("{base}/v2/crawl"),
+        None,
+        json!({"url": site.url("/slow/0"), "limit": 30, "sitemap": "skip", "maxConcurrency": 1})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let status_url = format!("{base}/v2/crawl/{}", v["id"].as_str().unwrap());
+    loop {
+        let (_, v) = get_json(&status_url).await;
+        if v["completed"].as_u64().unwrap_or(0) >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    let mut server = start();
+    up(base.clone()).await;
+    let done = wait_done(&status_url, 120).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["completed"], 30, "{done}");
+    let mut urls = Vec::new();
+    let mut next = Some(status_url.clone());
+    while let Some(u) = next {
+        let (_, v) = get_json(&u).await;
+        urls.extend(
+            v["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["metadata"]["sourceURL"].as_str().unwrap().to_string()),
+        );
+        next = v["next"].as_str().map(str::to_string);
+    }
+    let n = urls.len();
+    urls.sort();
+    urls.dedup();
+    assert_eq!((n, urls.len()), (30, 30), "each page once across the kill");
+    server.start_kill().unwrap();
+    let _ = server.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_key_has_its_own_limits() {
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path(), &["k1", "k2"]);
+    a.max_requests_per_key = 1;
+    a.max_jobs_per_key = 1;
+    let api = Api::start(a).await;
+    let slow_scrape = |key: &'static str| {
+        let url = format!("{}/v2/scrape", api.base);
+        let body = json!({"url": site.url("/slow/1")}).to_string();
+        async move { post_json(&url, Some(key), body).await }
+    };
+    let first = tokio::spawn(slow_scrape("k1"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (code, v) = slow_scrape("k1").await;
+    assert_eq!(
+        (code, &v["code"]),
+        (429, &json!("RATE_LIMIT_EXCEEDED")),
+        "{v}"
+    );
+    // Another key is not held back by the first.
+    let (code, _) = slow_scrape("k2").await;
+    assert_eq!(code, 200);
+    assert_eq!(first.await.unwrap().0, 200);
+    let crawl = format!("{}/v2/crawl", api.base);
+    let body = json!({"url": site.url("/slow/0"), "limit": 20, "sitemap": "skip"}).to_string();
+    let (code, v) = post_json(&crawl, Some("k1"), body.clone()).await;
+    assert_eq!(code, 200, "{v}");
+    let (code, _) = post_json(&crawl, Some("k1"), body.clone()).await;
+    assert_eq!(code, 429);
+    // A job is its key's: another key does not see it.
+    let other = reqwest::Client::new()
+        .get(format!("{crawl}/{}", v["id"].as_str().unwrap()))
+        .bearer_auth("k2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    api.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn loopback_is_refused_unless_allowed_and_map_matches_the_cli() {
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path(), &[]);
+    a.crawl.allow_private = false;
+    let strict = Api::start(a).await;
+    let (code, v) = post_json(
+        &format!("{}/v2/scrape", strict.base),
+        None,
+        json!({"url": site.url("/")}).to_string(),
+    )
+    .await;
+    assert_eq!(
+        (code, &v["code"]),
+        (403, &json!("ADDRESS_NOT_ALLOWED")),
+        "{v}"
+    );
+    strict.stop().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(args(dir.path(), &[])).await;
+    let (code, v) = post_json(
+        &format!("{}/v2/map", api.base),
+        None,
+        json!({"url": site.url("/")}).to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let mut from_api: Vec<String> = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["url"].as_str().unwrap().to_string())
+        .collect();
+    api.stop().await;
+    let trawl = support::bin("trawl").expect("the trawl binary is built with the tests");
+    let out = tokio::process::Command::new(trawl)
+        .args(["map", &site.url("/"), "--allow-private", "--delay", "0"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut from_cli: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    from_api.sort();
+    from_cli.sort();
+    assert_eq!(from_api, from_cli);
+    assert!(
+        from_cli.contains(&site.url("/only-in-sitemap")),
+        "{from_cli:?}"
+    );
+    assert!(
+        !from_cli.iter().any(|u| u.contains("/private/")),
+        "{from_cli:?}"
+    );
+}
