@@ -3,7 +3,8 @@
 //! services over NATS and Redis containers; a crawl of a loopback site submitted from the
 //! host writes every page the embedded crawler writes and indexes them with the model
 //! baked into the indexer image, a fetcher killed and an indexer stopped mid-crawl lose
-//! nothing, `stop` drains every service (exit 0), and every trawl container runs as uid
+//! nothing, the API container (`trawl serve`) answers a scrape of the site, `stop` drains
+//! every service (exit 0), and every trawl container runs as uid
 //! 10001 on a read-only root filesystem. Needs a Docker engine (`scripts/docker.sh`, which
 //! the test command runs); skipped with the reason otherwise.
 
@@ -87,6 +88,8 @@ impl Stack {
             // The killed fetcher's job and host come back within seconds.
             .env("TRAWL_ACK_WAIT_S", "5")
             .env("TRAWL_CLAIM_TTL_S", "5")
+            // The API container scrapes the loopback test site.
+            .env("TRAWL_API_ALLOW_PRIVATE", "true")
             .output()
             .unwrap()
     }
@@ -237,7 +240,7 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
     };
     let _ = stack.compose(&["down", "-v", "-t", "5"]);
     let started = Instant::now();
-    let mut up = vec!["up", "-d", "--no-build", "nats", "redis"];
+    let mut up = vec!["up", "-d", "--no-build", "nats", "redis", "api-host"];
     up.extend(SERVICES);
     ok(stack.compose(&up), "docker-compose up");
     let (answering, healthy) = wait_started(started).await;
@@ -298,8 +301,35 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
         expected_index
     );
 
+    // The API container (trawl serve) answers a scrape of the site.
+    let http = reqwest::Client::new();
+    let scraped: serde_json::Value = loop {
+        let r = http
+            .post("http://127.0.0.1:13002/v2/scrape")
+            .header("content-type", "application/json")
+            .body(serde_json::json!({"url": seed, "formats": ["markdown", "links"]}).to_string())
+            .send()
+            .await;
+        if let Ok(r) = r {
+            break serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the api container never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(scraped["success"], true, "{scraped}");
+    assert_eq!(scraped["data"]["metadata"]["statusCode"], 200, "{scraped}");
+    assert!(
+        scraped["data"]["markdown"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{scraped}"
+    );
+
     // Non-root on a read-only root filesystem, the process included.
-    for s in SERVICES {
+    for s in SERVICES.iter().chain(&["api-host"]) {
         assert_eq!(
             Stack::inspect(s, "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}"),
             "10001:10001 true",
@@ -312,7 +342,7 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
     }
     // A stop drains every service: each exits 0 on SIGTERM.
     ok(stack.compose(&["stop", "-t", "60"]), "docker-compose stop");
-    for s in SERVICES {
+    for s in SERVICES.iter().chain(&["api-host"]) {
         assert_eq!(
             Stack::inspect(s, "{{.State.ExitCode}}"),
             "0",

@@ -151,6 +151,26 @@ def check_case(name, values, over):
             check(hpa is not None, f"{tag} no HPA for {stage} with KEDA off")
         else:
             check(so is None and hpa is None, f"{tag} autoscaler for {stage} while off")
+    api = eff["api"]
+    dep = deployments.get("trawl-api")
+    if check((dep is not None) == api["enabled"], f"{tag} API Deployment presence: want {api['enabled']}") and dep:
+        spec = dep["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        check(c["command"][:2] == ["/usr/local/bin/trawl", "serve"], f"{tag} API runs {c['command']}")
+        check(f"0.0.0.0:{api['port']}" in c["command"], f"{tag} API does not listen on its port")
+        check(dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate",
+              f"{tag} API jobs are on its volume: one replica, replaced, not rolled")
+        check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{tag} API liveness")
+        check(c["securityContext"].get("readOnlyRootFilesystem") is True, f"{tag} API writable root")
+        env = {e["name"]: e for e in c.get("env", [])}
+        if api["auth"]["existingSecret"]:
+            ref = env.get("TRAWL_API_KEYS", {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == api["auth"]["existingSecret"] and ref.get("key") == api["auth"]["keysKey"],
+                  f"{tag} API keys not from {api['auth']['existingSecret']}")
+        else:
+            check("TRAWL_API_KEYS" not in env, f"{tag} API keys set without a Secret")
+        svc = services.get("trawl-api")
+        check(svc is not None and svc["spec"]["ports"][0]["port"] == api["port"], f"{tag} API Service")
     pdbs = by_kind(docs, "PodDisruptionBudget")
     for stage in STAGES:
         want = eff["stages"][stage]["pdb"]["enabled"]

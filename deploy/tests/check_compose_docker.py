@@ -59,8 +59,17 @@ def compose():
         for k in ["TRAWL_NATS_URL", "TRAWL_REDIS_URL", "TRAWL_METRICS_ADDR", "TRAWL_CRAWL"]:
             check(k in env, f"{s} lacks {k}")
         check(d["depends_on"]["nats"]["condition"] == "service_healthy", f"{s} does not wait for NATS")
+    api = svc.get("api")
+    if check(api is not None, "no api service (trawl serve)"):
+        cmd = api["command"]
+        check(cmd[:2] == ["/usr/local/bin/trawl", "serve"], f"api runs {cmd}")
+        check("--data" in cmd and cmd[cmd.index("--data") + 1].startswith("/data/"), f"api jobs not on the data volume: {cmd}")
+        check("3002:3002" in api.get("ports", []), "api does not publish 3002")
+        check("3002/healthz" in " ".join(api.get("healthcheck", {}).get("test", [])), "api health check")
     prom = yaml.safe_load((ROOT / "deploy/compose/prometheus.yml").read_text())
     names = [n for job in prom["scrape_configs"] for c in job.get("dns_sd_configs", []) for n in c["names"]]
+    static = [t for job in prom["scrape_configs"] for c in job.get("static_configs", []) for t in c["targets"]]
+    check("api:3002" in static, f"Prometheus does not scrape the api: {static}")
     check(sorted(names) == sorted(STAGES), f"Prometheus scrapes {names}")
     for vol in svc["prometheus"]["volumes"] + svc["grafana"]["volumes"]:
         src = vol.split(":")[0]
