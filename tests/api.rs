@@ -195,6 +195,9 @@ fn args(data: &Path, keys: &[&str]) -> ServeArgs {
         max_jobs_per_key: 8,
         max_request_bytes: 1 << 20,
         map_pages: 10,
+        cluster: false,
+        cluster_crawl: "default".into(),
+        cluster_settings: Default::default(),
         crawl: CrawlSettings {
             allow_private: true,
             delay_ms: 0,
@@ -673,4 +676,90 @@ async fn loopback_is_refused_unless_allowed_and_map_matches_the_cli() {
         !from_cli.iter().any(|u| u.contains("/private/")),
         "{from_cli:?}"
     );
+}
+
+/// Jobs on the cluster: the four stage services as processes, `trawl serve --cluster` in
+/// front; two crawls with different settings and a batch, one after another on the one
+/// crawl id the services serve (each clears the last and its spec is taken up by every
+/// stage before its seeds go out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_run_on_the_cluster_one_after_another() {
+    let Some(paths) = support::services::service_bins() else {
+        return;
+    };
+    let stack = support::services::Stack::start(&paths, &[]);
+    let site = Fixture::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args(dir.path(), &[]);
+    a.cluster = true;
+    a.cluster_crawl = stack.crawl.clone();
+    a.cluster_settings.queue_prefix = stack.prefix.clone();
+    let api = Api::start(a).await;
+    let crawl = format!("{}/v2/crawl", api.base);
+    let first = post_json(
+        &crawl,
+        None,
+        json!({"url": site.url("/"), "limit": 4, "sitemap": "skip"}).to_string(),
+    )
+    .await;
+    // Queued behind the first: the services serve one crawl at a time.
+    let second = post_json(
+        &crawl,
+        None,
+        json!({"url": site.url("/"), "includePaths": ["^/blog/"], "sitemap": "skip",
+               "scrapeOptions": {"formats": ["markdown", "links"]}})
+        .to_string(),
+    )
+    .await;
+    let batch = post_json(
+        &format!("{}/v2/batch/scrape", api.base),
+        None,
+        json!({"urls": [site.url("/a"), site.url("/b"), site.url("/c")]}).to_string(),
+    )
+    .await;
+    for (code, v) in [&first, &second, &batch] {
+        assert_eq!(*code, 200, "{v}");
+    }
+    let urls = |v: &Value| -> Vec<String> {
+        let mut u: Vec<String> = v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["metadata"]["sourceURL"].as_str().unwrap().to_string())
+            .collect();
+        u.sort();
+        u
+    };
+    let done = wait_done(first.1["url"].as_str().unwrap(), 180).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        (done["completed"].as_u64(), done["total"].as_u64()),
+        (Some(4), Some(4)),
+        "{done}"
+    );
+    assert_eq!(urls(&done).len(), 4, "{done}");
+    assert!(urls(&done).contains(&site.url("/")));
+    // The second crawl starts from nothing (the first's seen-set is gone: / again) under
+    // its own settings (only the blog is followed, links kept).
+    let done = wait_done(second.1["url"].as_str().unwrap(), 180).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        urls(&done),
+        vec![
+            site.url("/"),
+            site.url("/blog/post-1"),
+            site.url("/blog/post-2")
+        ],
+        "{done}"
+    );
+    assert!(done["data"][0]["links"].is_array(), "{done}");
+    let done = wait_done(batch.1["url"].as_str().unwrap(), 180).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        urls(&done),
+        vec![site.url("/a"), site.url("/b"), site.url("/c")],
+        "{done}"
+    );
+    api.stop().await;
+    stack.stop().await;
 }

@@ -34,8 +34,8 @@ pub struct SubmitArgs {
     /// With --wait: give up (exit 1) after this many seconds (0: wait as long as it takes).
     #[arg(long, default_value_t = 0)]
     pub wait_timeout: u64,
-    /// Replace the spec of a crawl with this id that is still running (its services keep
-    /// the settings they started with until they are restarted).
+    /// Replace the spec of a crawl with this id that is still running (its services
+    /// restart their stages under it within a few seconds).
     #[arg(long)]
     pub replace: bool,
     /// A re-crawl: compare every page with the earlier crawl of this id (conditional

@@ -158,6 +158,14 @@ def check_case(name, values, over):
         c = spec["containers"][0]
         check(c["command"][:2] == ["/usr/local/bin/trawl", "serve"], f"{tag} API runs {c['command']}")
         check(f"0.0.0.0:{api['port']}" in c["command"], f"{tag} API does not listen on its port")
+        on_cluster = "--cluster" in c["command"]
+        check(on_cluster == api["cluster"], f"{tag} API --cluster: want {api['cluster']}")
+        if on_cluster:
+            i = c["command"].index("--cluster-crawl")
+            check(c["command"][i + 1] == eff["crawl"], f"{tag} API jobs not on the release's crawl id")
+            cm = by_kind(docs, "ConfigMap").get("trawl", {}).get("data", {})
+            check("TRAWL_NATS_URL" in cm and c["envFrom"][0]["configMapRef"]["name"] == "trawl",
+                  f"{tag} API on the cluster without the cluster's settings")
         check(dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate",
               f"{tag} API jobs are on its volume: one replica, replaced, not rolled")
         check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{tag} API liveness")
@@ -169,6 +177,9 @@ def check_case(name, values, over):
                   f"{tag} API keys not from {api['auth']['existingSecret']}")
         else:
             check("TRAWL_API_KEYS" not in env, f"{tag} API keys set without a Secret")
+        if eff["redis"]["auth"]["existingSecret"]:
+            ref = env.get("TRAWL_REDIS_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == eff["redis"]["auth"]["existingSecret"], f"{tag} API Redis URL not from the Secret")
         svc = services.get("trawl-api")
         check(svc is not None and svc["spec"]["ports"][0]["port"] == api["port"], f"{tag} API Service")
     pdbs = by_kind(docs, "PodDisruptionBudget")

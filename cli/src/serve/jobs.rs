@@ -24,6 +24,7 @@ use url::Url;
 
 use super::api::{self, ApiError, BatchRequest, CrawlRequest, PageOptions, PageParts};
 use super::db::{Db, JobRow};
+use super::on_cluster::{Cluster, Ended};
 use super::page;
 use crate::options::{CrawlOptions, LiveCounts};
 
@@ -84,6 +85,8 @@ pub struct Jobs {
     indexes: Mutex<HashMap<String, Arc<Mutex<LineIndex>>>>,
     server_stop: Shutdown,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Jobs run on the cluster's services instead (`trawl serve --cluster`).
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Jobs {
@@ -94,6 +97,7 @@ impl Jobs {
         concurrency: usize,
         max_jobs: usize,
         server_stop: Shutdown,
+        cluster: Option<Arc<Cluster>>,
     ) -> anyhow::Result<Arc<Self>> {
         std::fs::create_dir_all(&dir)?;
         Ok(Arc::new(Self {
@@ -106,6 +110,7 @@ impl Jobs {
             indexes: Mutex::new(HashMap::new()),
             server_stop,
             tasks: Mutex::new(Vec::new()),
+            cluster,
         }))
     }
 
@@ -152,6 +157,12 @@ impl Jobs {
                     continue;
                 }
             };
+            if self.cluster.is_some() {
+                // The cluster knows where the job is (its marker); the job waits its turn.
+                self.spawn(row, planned, false);
+                n += 1;
+                continue;
+            }
             let resume = match trawl_store::dir::inspect(&planned.opts.out)? {
                 DirState::Empty => false,
                 DirState::Crawl(s) if s.finished => {
@@ -200,6 +211,30 @@ impl Jobs {
 
     async fn run(self: Arc<Self>, row: JobRow, opts: CrawlOptions) {
         let id = row.id.clone();
+        if let (Some(cluster), Some(stop), Some(live)) = (
+            self.cluster.clone(),
+            opts.control.stop.clone(),
+            opts.control.live.clone(),
+        ) {
+            let server = self.server_stop.clone();
+            let r = cluster
+                .run(&id, &opts, &opts.out, &live, stop, || server.is_shutdown())
+                .await;
+            match r {
+                Ok(Ended::Completed) => self.finish(&id, "completed", None),
+                // Cancelled: marked so already. Stopped: waited for at the next start.
+                Ok(Ended::Cancelled | Ended::Stopped) => {}
+                Err(e) => {
+                    tracing::warn!(job = %id, error = %format!("{e:#}"), "job failed on the cluster");
+                    self.finish(&id, "failed", Some(&format!("{e:#}")));
+                }
+            }
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            return;
+        }
         let mut server_stop = self.server_stop.clone();
         let mut job_stop = opts.control.stop.clone();
         let permit = tokio::select! {
@@ -314,13 +349,19 @@ impl Jobs {
         let mut ix = index.lock().unwrap_or_else(|e| e.into_inner());
         let pages = planned.opts.out.join("pages.jsonl");
         refresh(&mut ix, &pages, planned.hide_duplicates)?;
-        let completed = ix.data.len();
+        let available = ix.data.len();
         let live = self
             .running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .map(|r| *r.live.borrow());
+        // On the cluster the results arrive at the end: until then the counts are the
+        // crawl's own.
+        let completed = match (row.status.as_str(), live, &self.cluster) {
+            ("scraping", Some(l), Some(_)) => available.max(l.pages.max(0) as usize),
+            _ => available,
+        };
         let total = match (row.status.as_str(), planned.total, live) {
             ("scraping", Some(t), _) => t as usize,
             ("scraping", None, Some(l)) => completed + l.queued,
@@ -351,7 +392,7 @@ impl Jobs {
             "expiresAt": expires_at(&row.created_at),
             "data": data,
         });
-        if skip + n < completed {
+        if skip + n < available {
             out["next"] = format!("{base}?skip={}", skip + n).into();
         }
         if let Some(e) = row.error {

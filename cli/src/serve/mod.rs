@@ -10,6 +10,7 @@ pub mod changes;
 pub mod db;
 pub mod jobs;
 mod metrics;
+pub mod on_cluster;
 pub mod page;
 pub mod scrape;
 
@@ -30,7 +31,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Digest;
-use trawl_core::settings::{CrawlSettings, Settings};
+use trawl_core::settings::{ClusterSettings, CrawlSettings, Settings};
 
 use api::{ApiError, MapRequest, PageParts, ScrapeRequest};
 use jobs::{Jobs, Kind};
@@ -74,6 +75,16 @@ pub struct ServeArgs {
     /// Pages `/v2/map` reads for their links (besides the sitemaps).
     #[arg(long, default_value_t = 10)]
     pub map_pages: usize,
+    /// Run crawl and batch jobs on the cluster's services (one at a time: the services
+    /// serve one crawl id) instead of in this process; scrapes and maps stay here.
+    #[arg(long)]
+    pub cluster: bool,
+    /// With --cluster: the crawl id the services were started with (`TRAWL_CRAWL`). Each
+    /// job clears that crawl's state before it starts: give the API a crawl id of its own.
+    #[arg(long = "cluster-crawl", id = "crawl")]
+    pub cluster_crawl: String,
+    #[command(flatten)]
+    pub cluster_settings: ClusterSettings,
     #[command(flatten)]
     pub crawl: CrawlSettings,
 }
@@ -153,6 +164,9 @@ pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline:
         args.job_concurrency,
         args.max_jobs,
         stop,
+        args.cluster.then(|| {
+            on_cluster::Cluster::new(args.cluster_settings.clone(), args.cluster_crawl.clone())
+        }),
     )?;
     let keys = args
         .api_keys

@@ -11,3 +11,4 @@ pub mod redis_history;
 pub mod redis_state;
 pub mod service;
 pub mod spec;
+pub mod spec_watch;

@@ -89,6 +89,26 @@ impl RedisHistory {
             .map_err(|e| backend("HLEN facts", e))
     }
 
+    /// One step through the kept records (`HSCAN`: start at cursor 0, done when the cursor
+    /// comes back 0; a record may come twice).
+    pub async fn scan_records(&self, cursor: u64) -> CoreResult<(u64, Vec<PageRecord>)> {
+        let mut conn = self.conn.clone();
+        let (next, fields): (u64, Vec<(String, Vec<u8>)>) = redis::cmd("HSCAN")
+            .arg(self.key("records"))
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(200)
+            .query_async(&mut conn)
+            .within()
+            .await
+            .map_err(|e| backend("HSCAN records", e))?;
+        let records = fields
+            .iter()
+            .map(|(url, bytes)| unpack(url, bytes))
+            .collect::<CoreResult<Vec<_>>>()?;
+        Ok((next, records))
+    }
+
     pub async fn is_empty(&self) -> CoreResult<bool> {
         Ok(self.len().await? == 0)
     }

@@ -249,10 +249,26 @@ where
             settings: settings.clone(),
             client: client.clone(),
         });
+        let mut spec = spec;
         let mut state = state_for(c, &spec).await?;
         tracing::info!(crawl = %spec.crawl, stage = name, "running");
         let mut pause = Duration::from_millis(500);
+        let replica = format!(
+            "{}-{}",
+            settings.process.instance_name(name),
+            std::process::id()
+        );
         loop {
+            // The stage stops on the process's stop, or when the crawl's spec is replaced.
+            let (stage_trigger, stage_stop) = trawl_core::pipeline::shutdown();
+            let watcher = tokio::spawn(crate::spec_watch::watch(
+                c.redis_url.clone(),
+                name,
+                replica.clone(),
+                spec.clone(),
+                stop.clone(),
+                stage_trigger,
+            ));
             let r = match hops(&client, c, name).await {
                 Ok(hops) => {
                     let ctx = StageContext {
@@ -260,7 +276,7 @@ where
                         process: settings.process.clone(),
                         hops,
                         state: state.clone(),
-                        shutdown: stop.clone(),
+                        shutdown: stage_stop,
                         ready: ready.clone(),
                         max_message_bytes,
                     };
@@ -271,10 +287,27 @@ where
                 Err(e) => Err(e),
             };
             if stop.is_shutdown() {
+                watcher.abort();
                 http.abort();
                 return r;
             }
             ready.store(false, Ordering::Relaxed);
+            let replaced = if watcher.is_finished() {
+                watcher.await.ok().flatten()
+            } else {
+                watcher.abort();
+                None
+            };
+            if let Some(new) = replaced {
+                spec = new;
+                match state_for(c, &spec).await {
+                    Ok(s) => state = s,
+                    Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),
+                }
+                pause = Duration::from_millis(500);
+                tracing::info!(crawl = %spec.crawl, stage = name, "running under the new spec");
+                continue;
+            }
             log_restart(name, r, pause);
             if stop.run_until(tokio::time::sleep(pause)).await.is_none() {
                 http.abort();

@@ -50,3 +50,34 @@ pub async fn get(redis_url: &str, crawl: &str) -> Result<Option<CrawlSpec>, Stri
     })
     .transpose()
 }
+
+fn submitter_key(crawl: &str) -> String {
+    format!("trawl:{{{crawl}}}:submitter")
+}
+
+/// Names who stored the crawl's current spec (`trawl serve --cluster`: the job's id), so
+/// that a restarted submitter knows its job is the one running. Cleared with the crawl.
+pub async fn set_submitter(redis_url: &str, crawl: &str, who: &str) -> Result<(), String> {
+    let mut conn = crate::redis_conn::connect(redis_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    redis::cmd("SET")
+        .arg(submitter_key(crawl))
+        .arg(who)
+        .query_async::<()>(&mut conn)
+        .within()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+pub async fn submitter(redis_url: &str, crawl: &str) -> Result<Option<String>, String> {
+    let mut conn = crate::redis_conn::connect(redis_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    redis::cmd("GET")
+        .arg(submitter_key(crawl))
+        .query_async(&mut conn)
+        .within()
+        .await
+        .map_err(|e| e.to_string())
+}
