@@ -474,7 +474,11 @@ async fn a_crawl_is_read_page_by_page_through_next() {
             assert_eq!(d["metadata"]["statusCode"], 200);
             seen.push(d["metadata"]["sourceURL"].as_str().unwrap().to_string());
         }
-        next = v["next"].as_str().map(|n| format!("{n}&limit=2"));
+        // The page size asked for stays on `next`.
+        next = v["next"].as_str().map(str::to_string);
+        if let Some(n) = &next {
+            assert!(n.ends_with("&limit=2"), "{n}");
+        }
         assert!(pages < 10, "next never ends");
     }
     assert_eq!(pages, 3, "5 documents at 2 a page");
@@ -484,6 +488,30 @@ async fn a_crawl_is_read_page_by_page_through_next() {
     assert_eq!((seen.len(), unique.len()), (5, 5), "{seen:?}");
     let (code, v) = get_json(&format!("{}/v2/crawl/{}", api.base, uuid::Uuid::new_v4())).await;
     assert_eq!((code, &v["error"]), (404, &json!("Job not found")));
+    let (code, v) = get_json(&format!("{status_url}?skip=two")).await;
+    assert_eq!((code, &v["success"]), (400, &json!(false)), "{v}");
+
+    // A crawl under a path stays under it, though the site's sitemap (read by default)
+    // lists pages elsewhere.
+    let (_, v) = post_json(
+        &format!("{}/v2/crawl", api.base),
+        None,
+        json!({"url": site.url("/blog/post-1"), "limit": 10}).to_string(),
+    )
+    .await;
+    let done = wait_done(v["url"].as_str().unwrap(), 60).await;
+    let mut urls: Vec<&str> = done["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["metadata"]["sourceURL"].as_str().unwrap())
+        .collect();
+    urls.sort();
+    assert_eq!(
+        urls,
+        vec![site.url("/blog/post-1"), site.url("/blog/post-2")],
+        "{done}"
+    );
     api.stop().await;
 }
 

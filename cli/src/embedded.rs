@@ -305,7 +305,11 @@ impl MemoryHops {
             docs: Arc::new(MemoryQueue::with_byte_budget(
                 1024,
                 DOCS_BYTES,
-                |d: &Doc| d.page.text.len() + d.page.markdown.as_ref().map_or(0, String::len),
+                |d: &Doc| {
+                    d.page.text.len()
+                        + d.page.markdown.as_ref().map_or(0, String::len)
+                        + d.page.raw_html.as_ref().map_or(0, String::len)
+                },
                 tracker.clone(),
             )),
         }

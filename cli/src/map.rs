@@ -135,6 +135,17 @@ impl Mapper<'_> {
         }
     }
 
+    /// Enough URLs found: `limit`, or more for `search` to rank among (bounded: a
+    /// hostile site's sitemaps list millions).
+    fn full(&self) -> bool {
+        let cap = if self.opts.search.is_some() {
+            (self.opts.limit * 4).clamp(1000, MAX_LIMIT * 2)
+        } else {
+            self.opts.limit
+        };
+        self.found.len() >= cap
+    }
+
     /// Adds a URL found (once); its normalized form, `None` when it is not the site's.
     fn add(&mut self, raw: &str) -> Option<String> {
         let mut u = self.norm.parse(raw, None).ok()?;
@@ -145,7 +156,7 @@ impl Mapper<'_> {
             return None;
         }
         let s = u.to_string();
-        if self.known.insert(s.clone()) {
+        if !self.full() && self.known.insert(s.clone()) {
             self.found.push(s.clone());
         }
         Some(s)
@@ -155,7 +166,7 @@ impl Mapper<'_> {
         let mut queue: VecDeque<Url> = VecDeque::new();
         if let Ok(robots) = self.start.join("/robots.txt")
             && let Some(t) = self.left()
-            && let Ok(f) = self.scraper.fetch(&robots, Some(t)).await
+            && let Ok(f) = self.scraper.fetch_listing(&robots, Some(t)).await
             && f.status == 200
         {
             for line in String::from_utf8_lossy(&f.body).lines() {
@@ -163,6 +174,8 @@ impl Mapper<'_> {
                 if let Some((k, v)) = line.split_once(':')
                     && k.trim().eq_ignore_ascii_case("sitemap")
                     && let Ok(u) = Url::parse(v.trim())
+                    && self.in_scope(&u)
+                    && queue.len() < MAX_SITEMAPS
                 {
                     queue.push_back(u);
                 }
@@ -179,18 +192,32 @@ impl Mapper<'_> {
                 continue;
             }
             let Some(t) = self.left() else { break };
-            let Ok(f) = self.scraper.fetch(&sm, Some(t)).await else {
+            let Ok(f) = self.scraper.fetch_listing(&sm, Some(t)).await else {
                 continue;
             };
             if !(200..300).contains(&f.status) {
                 continue;
             }
-            let listing = trawl_extract::parse_sitemap(&f.body);
+            // Parsing 50 MB of XML is CPU work: off the request threads.
+            let Ok(listing) =
+                tokio::task::spawn_blocking(move || trawl_extract::parse_sitemap(&f.body)).await
+            else {
+                continue;
+            };
             for p in &listing.pages {
+                if self.full() {
+                    break;
+                }
                 let _ = self.add(p);
             }
+            // Nested sitemaps of the site only, and no more than will be read.
             for s in listing.sitemaps {
-                if let Ok(u) = Url::parse(&s) {
+                if read.len() + queue.len() >= MAX_SITEMAPS {
+                    break;
+                }
+                if let Ok(u) = Url::parse(&s)
+                    && self.in_scope(&u)
+                {
                     queue.push_back(u);
                 }
             }
@@ -210,7 +237,7 @@ impl Mapper<'_> {
         let mut read = 0;
         let mut first = true;
         while let Some(u) = queue.pop_front() {
-            if read >= self.opts.pages || self.found.len() >= self.opts.limit * 2 {
+            if read >= self.opts.pages || self.full() {
                 break;
             }
             let Some(t) = self.left() else { break };
@@ -223,15 +250,21 @@ impl Mapper<'_> {
                 Err(_) => continue,
             };
             first = false;
-            if !trawl_body::is_html(f.content_type.as_deref(), &f.body) {
+            // The fetcher decodes HTML pages (and only them) to UTF-8.
+            if f.charset.is_none() {
                 continue;
             }
             let Ok(base) = Url::parse(&f.final_url) else {
                 continue;
             };
-            let mut parts = PageParts::default();
-            let (html, _) = trawl_body::decode_html(&f.body, f.content_type.as_deref());
-            crate::serve::page::render_html(&html, &base, &opts, &mut parts)?;
+            let opts = opts.clone();
+            let parts = tokio::task::spawn_blocking(move || {
+                let mut parts = PageParts::default();
+                let html = String::from_utf8_lossy(&f.body);
+                crate::serve::page::render_html(&html, &base, &opts, &mut parts).map(|_| parts)
+            })
+            .await
+            .map_err(ApiError::internal)??;
             if let Ok(n) = self.norm.parse(&u, None) {
                 self.titles.insert(
                     n.to_string(),

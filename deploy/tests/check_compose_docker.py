@@ -64,7 +64,7 @@ def compose():
         cmd = api["command"]
         check(cmd[:2] == ["/usr/local/bin/trawl", "serve"], f"api runs {cmd}")
         check("--data" in cmd and cmd[cmd.index("--data") + 1].startswith("/data/"), f"api jobs not on the data volume: {cmd}")
-        check("3002:3002" in api.get("ports", []), "api does not publish 3002")
+        check("127.0.0.1:3002:3002" in api.get("ports", []), "api does not publish 3002 on loopback only")
         check("3002/healthz" in " ".join(api.get("healthcheck", {}).get("test", [])), "api health check")
     prom = yaml.safe_load((ROOT / "deploy/compose/prometheus.yml").read_text())
     names = [n for job in prom["scrape_configs"] for c in job.get("dns_sd_configs", []) for n in c["names"]]

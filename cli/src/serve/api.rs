@@ -217,6 +217,8 @@ pub struct CrawlRequest {
     pub deduplicate_similar_urls: Option<bool>,
     pub ignore_query_parameters: bool,
     pub scrape_options: Option<ScrapeOptions>,
+    /// Not supported: a crawl's events are not delivered (a 400 says so).
+    pub webhook: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

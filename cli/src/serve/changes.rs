@@ -19,8 +19,18 @@ pub fn track(
     git_diff: bool,
 ) -> anyhow::Result<Value> {
     let tag = tag.unwrap_or("");
-    let previous = db.snapshot(owner, url, tag)?;
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    // Read and replaced in one step: two scrapes at once do not both find nothing.
+    let previous = db.swap_snapshot(
+        owner,
+        url,
+        tag,
+        &Snapshot {
+            markdown: markdown.to_string(),
+            status,
+            scraped_at: now,
+        },
+    )?;
     let mut out = json!({"visibility": "visible"});
     match &previous {
         None => {
@@ -45,16 +55,6 @@ pub fn track(
     if let Some(t) = (!tag.is_empty()).then_some(tag) {
         out["tag"] = t.into();
     }
-    db.put_snapshot(
-        owner,
-        url,
-        tag,
-        &Snapshot {
-            markdown: markdown.to_string(),
-            status,
-            scraped_at: now,
-        },
-    )?;
     Ok(out)
 }
 
@@ -64,7 +64,11 @@ fn squeeze(s: &str) -> String {
 
 /// `{"text": unified diff, "json": {"files": [...]}}`, the json in parse-diff's shape.
 fn diff(old: &str, new: &str) -> Value {
-    let d = TextDiff::from_lines(old, new);
+    // A deadline: two large, unrelated texts would keep Myers' algorithm busy for minutes
+    // (past it the diff is coarser, never wrong).
+    let d = TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(1))
+        .diff_lines(old, new);
     let mut unified = d.unified_diff();
     unified.context_radius(3).header("a", "b");
     let text = unified.to_string();

@@ -151,6 +151,42 @@ impl Db {
         })
     }
 
+    /// Stores `s` as the URL's last scrape and answers the one it replaces, in one
+    /// transaction.
+    pub fn swap_snapshot(
+        &self,
+        owner: &str,
+        url: &str,
+        tag: &str,
+        s: &Snapshot,
+    ) -> anyhow::Result<Option<Snapshot>> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction().context("serve.db")?;
+        let before = tx
+            .query_row(
+                "SELECT markdown, status, scraped_at FROM snapshots
+                 WHERE owner = ?1 AND url = ?2 AND tag = ?3",
+                params![owner, url, tag],
+                |r| {
+                    Ok(Snapshot {
+                        markdown: r.get(0)?,
+                        status: r.get(1)?,
+                        scraped_at: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .context("serve.db")?;
+        tx.execute(
+            "INSERT OR REPLACE INTO snapshots (owner, url, tag, markdown, status, scraped_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![owner, url, tag, s.markdown, s.status, s.scraped_at],
+        )
+        .context("serve.db")?;
+        tx.commit().context("serve.db")?;
+        Ok(before)
+    }
+
     pub fn put_snapshot(
         &self,
         owner: &str,

@@ -65,9 +65,44 @@ struct Running {
     live: watch::Receiver<LiveCounts>,
 }
 
+/// Jobs whose results are kept ready to read, besides the running ones.
+const CACHED_JOBS: usize = 64;
+
+/// A job as its status pages read it.
+struct JobView {
+    pages: PathBuf,
+    page: PageOptions,
+    hide_duplicates: bool,
+    total: Option<u64>,
+    index: Mutex<LineIndex>,
+}
+
+/// Removes the job from the running ones and marks it failed when still armed at its
+/// drop: the job's task panicked.
+struct EndGuard {
+    jobs: Arc<Jobs>,
+    id: String,
+    armed: bool,
+}
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        tracing::error!(job = %self.id, "the job's task panicked");
+        self.jobs
+            .finish(&self.id, "failed", Some("the job's task panicked"));
+        self.jobs.forget_running(&self.id);
+    }
+}
+
 /// What a job's `pages.jsonl` holds so far, by line.
 #[derive(Default)]
 struct LineIndex {
+    /// The last line indexed, and its bytes' digest: when they are not at that offset
+    /// any more, the file was cut back and written again, and is indexed anew.
+    last: Option<(u64, u32, u64)>,
     read_to: u64,
     /// Results: offset and length of each line.
     data: Vec<(u64, u32)>,
@@ -82,7 +117,7 @@ pub struct Jobs {
     concurrency: usize,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<String, Running>>,
-    indexes: Mutex<HashMap<String, Arc<Mutex<LineIndex>>>>,
+    caches: Mutex<HashMap<String, Arc<JobView>>>,
     server_stop: Shutdown,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Jobs run on the cluster's services instead (`trawl serve --cluster`).
@@ -107,7 +142,7 @@ impl Jobs {
             concurrency: concurrency.max(1),
             slots: Arc::new(Semaphore::new(max_jobs.max(1))),
             running: Mutex::new(HashMap::new()),
-            indexes: Mutex::new(HashMap::new()),
+            caches: Mutex::new(HashMap::new()),
             server_stop,
             tasks: Mutex::new(Vec::new()),
             cluster,
@@ -153,7 +188,7 @@ impl Jobs {
             let planned = match self.plan(kind, &row.id, &row.request) {
                 Ok(p) => p,
                 Err(e) => {
-                    self.db.finish_job(&row.id, "failed", Some(&e.message))?;
+                    self.finish(&row.id, "failed", Some(&e.message));
                     continue;
                 }
             };
@@ -163,16 +198,22 @@ impl Jobs {
                 n += 1;
                 continue;
             }
-            let resume = match trawl_store::dir::inspect(&planned.opts.out)? {
-                DirState::Empty => false,
-                DirState::Crawl(s) if s.finished => {
-                    self.db.finish_job(&row.id, "completed", None)?;
+            // One job whose directory cannot be read fails alone: the others go on.
+            let resume = match trawl_store::dir::inspect(&planned.opts.out) {
+                Ok(DirState::Empty) => false,
+                Ok(DirState::Crawl(s)) if s.finished => {
+                    self.finish(&row.id, "completed", None);
                     continue;
                 }
-                DirState::Crawl(_) => true,
-                other => {
+                Ok(DirState::Crawl(_)) => true,
+                Ok(other) => {
                     let why = format!("the job's directory cannot be resumed: {other:?}");
-                    self.db.finish_job(&row.id, "failed", Some(&why))?;
+                    self.finish(&row.id, "failed", Some(&why));
+                    continue;
+                }
+                Err(e) => {
+                    let why = format!("the job's directory cannot be read: {e}");
+                    self.finish(&row.id, "failed", Some(&why));
                     continue;
                 }
             };
@@ -201,8 +242,16 @@ impl Jobs {
         opts.resume = resume;
         opts.control.stop = Some(stop);
         opts.control.live = Some(Arc::new(live_tx));
+        let id = row.id.clone();
         let task = tokio::spawn(async move {
+            // A panic in the job's task must not leave it `scraping` for ever.
+            let mut guard = EndGuard {
+                jobs: jobs.clone(),
+                id,
+                armed: true,
+            };
             jobs.run(row, opts).await;
+            guard.armed = false;
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         tasks.retain(|t| !t.is_finished());
@@ -246,7 +295,14 @@ impl Jobs {
         // The server's stop (`shutdown`) interrupts the crawl as Ctrl-C would: it stays
         // resumable, and is resumed at the next start.
         let outcome = match permit {
-            Some(_) if !stopped => Some(crate::embedded::crawl(opts).await),
+            Some(_) if !stopped => {
+                // A resumed crawl cuts its pages.jsonl back first: index it anew.
+                self.caches
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+                Some(crate::embedded::crawl(opts).await)
+            }
             _ => None,
         };
         drop(permit);
@@ -265,6 +321,13 @@ impl Jobs {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
+    }
+
+    fn forget_running(&self, id: &str) {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
     }
 
     fn finish(&self, id: &str, status: &str, error: Option<&str>) {
@@ -339,16 +402,9 @@ impl Jobs {
         base: &str,
     ) -> Result<Value, ApiError> {
         let row = self.owned(id, owner)?;
-        let kind = if row.kind == "batch" {
-            Kind::Batch
-        } else {
-            Kind::Crawl
-        };
-        let planned = self.plan(kind, id, &row.request)?;
-        let index = self.index(id);
-        let mut ix = index.lock().unwrap_or_else(|e| e.into_inner());
-        let pages = planned.opts.out.join("pages.jsonl");
-        refresh(&mut ix, &pages, planned.hide_duplicates)?;
+        let view = self.view(&row)?;
+        let mut ix = view.index.lock().unwrap_or_else(|e| e.into_inner());
+        refresh(&mut ix, &view.pages, view.hide_duplicates)?;
         let available = ix.data.len();
         let live = self
             .running
@@ -362,16 +418,17 @@ impl Jobs {
             ("scraping", Some(l), Some(_)) => available.max(l.pages.max(0) as usize),
             _ => available,
         };
-        let total = match (row.status.as_str(), planned.total, live) {
+        let total = match (row.status.as_str(), view.total, live) {
             ("scraping", Some(t), _) => t as usize,
             ("scraping", None, Some(l)) => completed + l.queued,
             _ => completed,
         }
         .max(completed);
+        let asked_limit = limit;
         let limit = limit.unwrap_or(PAGE_DOCS).clamp(1, PAGE_DOCS);
         let mut data = Vec::new();
         let mut bytes = 0usize;
-        let mut file = std::fs::File::open(&pages).ok();
+        let mut file = std::fs::File::open(&view.pages).ok();
         let mut n = 0;
         for &(off, len) in ix.data.iter().skip(skip).take(limit) {
             if bytes > 0 && bytes + len as usize > PAGE_BYTES {
@@ -381,7 +438,7 @@ impl Jobs {
             let rec = read_record(f, off, len)?;
             bytes += len as usize;
             n += 1;
-            data.push(self.document(rec, &planned.page)?);
+            data.push(self.document(rec, &view.page)?);
         }
         let mut out = json!({
             "success": true,
@@ -393,7 +450,11 @@ impl Jobs {
             "data": data,
         });
         if skip + n < available {
-            out["next"] = format!("{base}?skip={}", skip + n).into();
+            // The page size asked for stays on the next page.
+            let asked = asked_limit
+                .map(|l| format!("&limit={l}"))
+                .unwrap_or_default();
+            out["next"] = format!("{base}?skip={}{asked}", skip + n).into();
         }
         if let Some(e) = row.error {
             out["error"] = e.into();
@@ -403,19 +464,9 @@ impl Jobs {
 
     pub fn errors(&self, id: &str, owner: &str) -> Result<Value, ApiError> {
         let row = self.owned(id, owner)?;
-        let kind = if row.kind == "batch" {
-            Kind::Batch
-        } else {
-            Kind::Crawl
-        };
-        let planned = self.plan(kind, id, &row.request)?;
-        let index = self.index(id);
-        let mut ix = index.lock().unwrap_or_else(|e| e.into_inner());
-        refresh(
-            &mut ix,
-            &planned.opts.out.join("pages.jsonl"),
-            planned.hide_duplicates,
-        )?;
+        let view = self.view(&row)?;
+        let mut ix = view.index.lock().unwrap_or_else(|e| e.into_inner());
+        refresh(&mut ix, &view.pages, view.hide_duplicates)?;
         Ok(json!({"errors": ix.errors, "robotsBlocked": ix.robots_blocked}))
     }
 
@@ -432,13 +483,37 @@ impl Jobs {
             .collect())
     }
 
-    fn index(&self, id: &str) -> Arc<Mutex<LineIndex>> {
-        self.indexes
+    /// What reading a job's results needs, planned once and kept (with its line index)
+    /// while the job is read; the jobs not running are forgotten past [`CACHED_JOBS`].
+    fn view(&self, row: &JobRow) -> Result<Arc<JobView>, ApiError> {
+        if let Some(v) = self
+            .caches
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(id.to_string())
-            .or_default()
-            .clone()
+            .get(&row.id)
+        {
+            return Ok(v.clone());
+        }
+        let kind = if row.kind == "batch" {
+            Kind::Batch
+        } else {
+            Kind::Crawl
+        };
+        let planned = self.plan(kind, &row.id, &row.request)?;
+        let view = Arc::new(JobView {
+            pages: planned.opts.out.join("pages.jsonl"),
+            page: planned.page,
+            hide_duplicates: planned.hide_duplicates,
+            total: planned.total,
+            index: Mutex::new(LineIndex::default()),
+        });
+        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        if caches.len() >= CACHED_JOBS {
+            let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            caches.retain(|id, _| running.contains_key(id));
+        }
+        caches.insert(row.id.clone(), view.clone());
+        Ok(view)
     }
 
     fn document(&self, rec: PageRecord, opts: &PageOptions) -> Result<Value, ApiError> {
@@ -497,6 +572,12 @@ impl Jobs {
 
     fn plan_crawl(&self, mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiError> {
         let url = api::http_url(&r.url)?;
+        if r.webhook.as_ref().is_some_and(|w| !w.is_null()) {
+            return Err(ApiError::bad_request(
+                "crawl webhooks are not supported by trawl serve: poll the crawl's status \
+                 (change events of re-crawls go to trawl crawl --webhook)",
+            ));
+        }
         if r.ignore_robots_txt {
             return Err(ApiError::bad_request(
                 "trawl always follows robots.txt: ignoreRobotsTxt cannot be true",
@@ -510,9 +591,14 @@ impl Jobs {
             ));
         }
         let c = &mut opts.crawl;
-        c.max_pages = r.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        // The server's own limits are ceilings a request can lower, never raise.
+        let limit = r.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        c.max_pages = match c.max_pages {
+            0 => limit,
+            server => server.min(limit),
+        };
         if let Some(d) = r.max_discovery_depth {
-            c.max_depth = d;
+            c.max_depth = c.max_depth.min(d);
         }
         c.scope = if r.allow_external_links {
             ScopeKind::Any
@@ -618,8 +704,18 @@ fn refresh(ix: &mut LineIndex, pages: &Path, hide_duplicates: bool) -> Result<()
         return Ok(());
     };
     let len = f.metadata().map_err(ApiError::internal)?.len();
-    if len < ix.read_to {
-        // Cut back (a resumed crawl): read it again.
+    let still_there = match ix.last {
+        None => true,
+        Some((off, n, digest)) => {
+            let mut buf = vec![0; n as usize];
+            len >= ix.read_to
+                && f.seek(SeekFrom::Start(off)).is_ok()
+                && f.read_exact(&mut buf).is_ok()
+                && line_digest(&buf) == digest
+        }
+    };
+    if !still_there {
+        // Cut back and written again (a resumed crawl): read it anew.
         *ix = LineIndex::default();
     }
     f.seek(SeekFrom::Start(ix.read_to))
@@ -634,12 +730,21 @@ fn refresh(ix: &mut LineIndex, pages: &Path, hide_duplicates: bool) -> Result<()
         }
         let off = ix.read_to;
         ix.read_to += n as u64;
+        ix.last = Some((off, n.min(u32::MAX as usize) as u32, line_digest(&line)));
         let Ok(rec) = serde_json::from_slice::<PageRecord>(&line) else {
+            tracing::warn!(
+                offset = off,
+                "a line of a job's pages.jsonl is not a record"
+            );
             continue;
         };
         classify(ix, &rec, off, n, hide_duplicates);
     }
     Ok(())
+}
+
+fn line_digest(line: &[u8]) -> u64 {
+    (trawl_core::state::seen_digest(&String::from_utf8_lossy(line)) >> 64) as u64
 }
 
 fn classify(ix: &mut LineIndex, rec: &PageRecord, off: u64, len: usize, hide_duplicates: bool) {

@@ -93,7 +93,8 @@ pub struct App {
     scraper: Scraper,
     jobs: Arc<Jobs>,
     db: db::Db,
-    keys: Vec<(String, String)>,
+    /// Each key's digest and owner id.
+    keys: Vec<([u8; 32], String)>,
     in_flight: Mutex<HashMap<String, usize>>,
     args: ServeArgs,
     metrics: metrics::Metrics,
@@ -168,11 +169,13 @@ pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline:
             on_cluster::Cluster::new(args.cluster_settings.clone(), args.cluster_crawl.clone())
         }),
     )?;
+    // Kept as digests: a key is compared by its digest, never by its bytes.
     let keys = args
         .api_keys
         .iter()
+        .map(|k| k.trim())
         .filter(|k| !k.is_empty())
-        .map(|k| (k.clone(), owner_of(k)))
+        .map(|k| (key_digest(k), owner_of(k)))
         .collect();
     let app = App {
         scraper: Scraper::new(&args.crawl)?,
@@ -184,6 +187,10 @@ pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline:
         metrics: metrics::Metrics::default(),
     };
     Ok((Arc::new(app), trigger))
+}
+
+fn key_digest(key: &str) -> [u8; 32] {
+    sha2::Sha256::digest(key.as_bytes()).into()
 }
 
 fn owner_of(key: &str) -> String {
@@ -226,7 +233,8 @@ async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Resp
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        match given.and_then(|g| app.keys.iter().find(|(k, _)| k == g)) {
+        let given = given.map(key_digest);
+        match given.and_then(|g| app.keys.iter().find(|(k, _)| *k == g)) {
             Some((_, owner)) => owner.clone(),
             None => {
                 return ApiError::new(
@@ -357,8 +365,9 @@ async fn scrape(
             ..Default::default()
         };
         match url::Url::parse(&f.final_url) {
-            Ok(base) if trawl_body::is_html(f.content_type.as_deref(), &f.body) => {
-                let (html, _) = trawl_body::decode_html(&f.body, f.content_type.as_deref());
+            Ok(base) if f.charset.is_some() => {
+                // The fetcher decoded the page to UTF-8 already.
+                let html = String::from_utf8_lossy(&f.body);
                 page::render_html(&html, &base, &opts, &mut parts)?;
             }
             _ => page::render_other(&f.body, f.content_type.as_deref(), &mut parts),
@@ -474,10 +483,30 @@ async fn batch_start(
     .await
 }
 
+/// `?skip=&limit=`, read by hand: a bad value (or a query that is not one) gets
+/// Firecrawl's error body.
 #[derive(Debug, Deserialize)]
-struct PageQuery {
-    skip: Option<usize>,
-    limit: Option<usize>,
+#[serde(transparent)]
+struct PageQuery(Vec<(String, String)>);
+
+impl PageQuery {
+    fn numbers(&self) -> Result<(usize, Option<usize>), ApiError> {
+        let num = |what: &str| -> Result<Option<usize>, ApiError> {
+            self.0
+                .iter()
+                .rev()
+                .find(|(k, _)| k == what)
+                .map(|(_, s)| {
+                    s.parse::<usize>().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "Bad Request: {what} must be a number, not {s:?}"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        Ok((num("skip")?.unwrap_or(0), num("limit")?))
+    }
 }
 
 fn status(
@@ -489,9 +518,11 @@ fn status(
     path: &str,
 ) -> Answer {
     let base = job_url(headers, &format!("{path}/{id}"));
-    let v = app
-        .jobs
-        .status(id, owner, q.skip.unwrap_or(0), q.limit, &base)?;
+    let (skip, limit) = q.numbers()?;
+    // A page of results is work (read, extracted again for some formats): it takes one
+    // of the key's request slots.
+    let _slot = app.slot(owner)?;
+    let v = app.jobs.status(id, owner, skip, limit, &base)?;
     Ok(axum::Json(v))
 }
 
@@ -551,12 +582,21 @@ async fn batch_cancel(
     cancel(&app, &owner, &id)
 }
 
+async fn errors(app: Arc<App>, owner: String, id: String) -> Answer {
+    tokio::task::spawn_blocking(move || {
+        let _slot = app.slot(&owner)?;
+        Ok(axum::Json(app.jobs.errors(&id, &owner)?))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
 async fn crawl_errors(
     State(app): State<Arc<App>>,
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
     Path(id): Path<String>,
 ) -> Answer {
-    Ok(axum::Json(app.jobs.errors(&id, &owner)?))
+    errors(app, owner, id).await
 }
 
 async fn batch_errors(
@@ -564,7 +604,7 @@ async fn batch_errors(
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
     Path(id): Path<String>,
 ) -> Answer {
-    Ok(axum::Json(app.jobs.errors(&id, &owner)?))
+    errors(app, owner, id).await
 }
 
 async fn crawl_active(

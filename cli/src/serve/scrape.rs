@@ -55,8 +55,27 @@ impl Scraper {
     /// Fetches `url` politely; a failure the page cannot be made of is an [`ApiError`]
     /// with Firecrawl's codes (`SCRAPE_TIMEOUT`, `SCRAPE_DNS_RESOLUTION_ERROR`, ...).
     pub async fn fetch(&self, url: &Url, timeout: Option<Duration>) -> Result<Fetched, ApiError> {
+        self.fetch_as(url, timeout, UrlKind::Page).await
+    }
+
+    /// [`Self::fetch`] of a listing (robots.txt, a sitemap): its body kept whole, as
+    /// received, up to the decoded-size cap.
+    pub async fn fetch_listing(
+        &self,
+        url: &Url,
+        timeout: Option<Duration>,
+    ) -> Result<Fetched, ApiError> {
+        self.fetch_as(url, timeout, UrlKind::Sitemap).await
+    }
+
+    async fn fetch_as(
+        &self,
+        url: &Url,
+        timeout: Option<Duration>,
+        kind: UrlKind,
+    ) -> Result<Fetched, ApiError> {
         let timeout = timeout.unwrap_or(self.default_timeout);
-        match tokio::time::timeout(timeout, self.fetch_polite(url)).await {
+        match tokio::time::timeout(timeout, self.fetch_polite(url, kind)).await {
             Ok(r) => r,
             Err(_) => Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -66,7 +85,7 @@ impl Scraper {
         }
     }
 
-    async fn fetch_polite(&self, url: &Url) -> Result<Fetched, ApiError> {
+    async fn fetch_polite(&self, url: &Url, kind: UrlKind) -> Result<Fetched, ApiError> {
         let host = host_key(url);
         let slot = self.slot(&host);
         let mut next_allowed = slot.lock().await;
@@ -80,10 +99,9 @@ impl Scraper {
             url: url.to_string(),
             host,
             depth: 0,
-            // A listing's body is kept whole and as received, whatever its type (a page's
-            // is only kept when it is HTML, as UTF-8): a scrape answers text, JSON and
-            // XML too, and the caller decodes HTML itself.
-            kind: UrlKind::Sitemap,
+            // A page's body comes cut to what extraction reads (HTML decoded to UTF-8,
+            // `charset` set); a listing's whole, as received.
+            kind,
             priority: 0,
             retries: 0,
             lastmod: None,

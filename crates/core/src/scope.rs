@@ -118,6 +118,23 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// Whether a sitemap or feed belongs to the crawl: one on a seed's host serves under
+    /// the prefix scope too (a site's `/sitemap.xml` lists the pages of every prefix; the
+    /// pages it lists are checked as pages).
+    pub fn contains_listing(&self, url: &Url) -> bool {
+        if self.kind != ScopeKind::Prefix {
+            return self.contains(url);
+        }
+        let (Some(host), port) = (url.host_str(), url.port_or_known_default()) else {
+            return false;
+        };
+        self.seeds
+            .iter()
+            .any(|s| s.host == host && same_port(&s.scheme_port, port))
+    }
+}
+
 fn same_port(seed: &(String, Option<u16>), port: Option<u16>) -> bool {
     // A seed on a default port also admits the other scheme's default port.
     let default = matches!(seed.1, Some(80) | Some(443));
@@ -222,6 +239,21 @@ impl PathFilter {
             return false;
         }
         !self.exclude.as_ref().is_some_and(|e| e.is_match(text))
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_crawl_reads_its_hosts_sitemaps_but_not_other_pages() {
+        let s = Scope::new(ScopeKind::Prefix, &[Url::parse("http://h/docs/").unwrap()]);
+        let sm = Url::parse("http://h/sitemap.xml").unwrap();
+        assert!(!s.contains(&sm));
+        assert!(s.contains_listing(&sm));
+        assert!(!s.contains_listing(&Url::parse("http://other/sitemap.xml").unwrap()));
+        assert!(!s.contains(&Url::parse("http://h/blog/a").unwrap()));
     }
 }
 

@@ -261,8 +261,9 @@ impl Fetcher {
     }
 
     /// A fetcher of single pages outside a crawl (`trawl serve`'s scrapes, `trawl map`):
-    /// a redirect is followed even to a URL fetched before, and nothing is added to the
-    /// state's seen-set, which would grow with every request a server answers.
+    /// a redirect is followed even to a URL fetched before, nothing is added to the
+    /// state's seen-set (which would grow with every request a server answers), and a page
+    /// that is not HTML keeps its body (cut as a page's is) instead of being refused.
     pub fn one_shot(mut self) -> Self {
         self.one_shot = true;
         self
@@ -585,6 +586,10 @@ impl Fetcher {
                     }
                     fetched.body = text.into_bytes();
                     fetched.charset = Some(charset.to_string());
+                } else if self.one_shot {
+                    // A single request answers whatever the page is (text, JSON, ...),
+                    // as received and cut to what extraction would read.
+                    fetched.body = decoded;
                 } else {
                     fetched.error = Some(failure(
                         "unsupported_content_type",
