@@ -83,3 +83,32 @@ fn sitemap_and_feed_parsers_never_panic() {
         let _ = parse_feed(m);
     });
 }
+
+#[test]
+fn whole_pages_html_output_and_tag_filters_never_panic() {
+    use trawl_extract::content::{Options, extract};
+    let url = Url::parse("http://h/dir/page.html").unwrap();
+    let selectors: &[&[u8]] = &[b"main > p, #lead, .post a[href^='/']", b"nav:not(.x) li:nth-child(2n+1)"];
+    let mut html_out = 0;
+    each_mutation(&[PAGE], 1500, |m| {
+        let page = String::from_utf8_lossy(m);
+        let c = extract(
+            &page,
+            Some(&url),
+            Options {
+                main_content: m.len() % 2 == 0,
+                html: true,
+                ..Options::default()
+            },
+        );
+        html_out += usize::from(c.html.as_deref().is_some_and(|h| !h.is_empty()));
+    });
+    assert!(html_out > 750, "{html_out}");
+    // Mangled selectors are errors (or match nothing), never a panic.
+    let page = String::from_utf8_lossy(PAGE);
+    each_mutation(selectors, 1500, |m| {
+        let sel = String::from_utf8_lossy(m).into_owned();
+        let _ = trawl_extract::filter_tags(&page, std::slice::from_ref(&sel), &[]);
+        let _ = trawl_extract::filter_tags(&page, &[], std::slice::from_ref(&sel));
+    });
+}
