@@ -88,7 +88,10 @@ fn sitemap_and_feed_parsers_never_panic() {
 fn whole_pages_html_output_and_tag_filters_never_panic() {
     use trawl_extract::content::{Options, extract};
     let url = Url::parse("http://h/dir/page.html").unwrap();
-    let selectors: &[&[u8]] = &[b"main > p, #lead, .post a[href^='/']", b"nav:not(.x) li:nth-child(2n+1)"];
+    let selectors: &[&[u8]] = &[
+        b"main > p, #lead, .post a[href^='/']",
+        b"nav:not(.x) li:nth-child(2n+1)",
+    ];
     let mut html_out = 0;
     each_mutation(&[PAGE], 1500, |m| {
         let page = String::from_utf8_lossy(m);
@@ -111,4 +114,16 @@ fn whole_pages_html_output_and_tag_filters_never_panic() {
         let _ = trawl_extract::filter_tags(&page, std::slice::from_ref(&sel), &[]);
         let _ = trawl_extract::filter_tags(&page, &[], std::slice::from_ref(&sel));
     });
+}
+
+#[test]
+fn a_pre_opened_mid_line_leaves_no_marks_in_the_text() {
+    // Found by the fuzzer (fuzz_targets/extract.rs, kept as it found it): a <pre> opened
+    // after text on its line.
+    let data = include_bytes!("fuzz-cases/pre-mid-line.html");
+    let html = String::from_utf8_lossy(data);
+    let url = Url::parse("https://example.com/dir/page.html").unwrap();
+    let e = extract_html(&html, &url);
+    assert!(!e.text.is_empty());
+    assert!(!e.text.contains(['\u{E000}', '\u{E001}']), "{:?}", e.text);
 }

@@ -421,7 +421,9 @@ pub fn tidy(s: &str) -> String {
     let mut fence = false;
     let mut pre = false;
     for line in s.lines() {
-        let starts_pre = line.starts_with(PRE_START);
+        // Preformatted text that starts inside a line (a <pre> in an inline box) starts
+        // with it all the same: the marks never reach the output.
+        let starts_pre = line.contains(PRE_START);
         let ends_pre = line.contains(PRE_END);
         let l: &str = &if starts_pre || ends_pre {
             line.replace([PRE_START, PRE_END], "")
