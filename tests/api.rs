@@ -715,11 +715,18 @@ async fn jobs_run_on_the_cluster_one_after_another() {
     let Some(paths) = support::services::service_bins() else {
         return;
     };
-    let stack = support::services::Stack::start(&paths, &[]);
+    // A stage restarted under the next spec leaves the messages it had pulled to be
+    // delivered again after the ack wait (the default is 2 minutes).
+    let stack = support::services::Stack::start(
+        &paths,
+        &[("TRAWL_ACK_WAIT_S", "5"), ("TRAWL_CLAIM_TTL_S", "5")],
+    );
     let site = Fixture::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(dir.path(), &[]);
     a.cluster = true;
+    a.cluster_settings.ack_wait_s = 5;
+    a.cluster_settings.claim_ttl_s = 5;
     a.cluster_crawl = stack.crawl.clone();
     a.cluster_settings.queue_prefix = stack.prefix.clone();
     let api = Api::start(a).await;
@@ -787,6 +794,44 @@ async fn jobs_run_on_the_cluster_one_after_another() {
         urls(&done),
         vec![site.url("/a"), site.url("/b"), site.url("/c")],
         "{done}"
+    );
+
+    // A cancel admits nothing more; what is queued drains, and the next job runs.
+    let (_, slow) = post_json(
+        &crawl,
+        None,
+        json!({"url": site.url("/slow/0"), "limit": 60, "sitemap": "skip"}).to_string(),
+    )
+    .await;
+    let slow_url = slow["url"].as_str().unwrap().to_string();
+    loop {
+        let (_, v) = get_json(&slow_url).await;
+        if v["completed"].as_u64().unwrap_or(0) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let cancel = reqwest::Client::new()
+        .delete(&slow_url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status(), 200);
+    let (_, after) = post_json(
+        &crawl,
+        None,
+        json!({"url": site.url("/"), "limit": 2, "sitemap": "skip"}).to_string(),
+    )
+    .await;
+    let done = wait_done(after["url"].as_str().unwrap(), 180).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(urls(&done).len(), 2, "{done}");
+    let (_, cancelled) = get_json(&slow_url).await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let got = cancelled["completed"].as_u64().unwrap();
+    assert!(
+        (2..60).contains(&got),
+        "{got} pages of a crawl cancelled after 2"
     );
     api.stop().await;
     stack.stop().await;

@@ -201,6 +201,16 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
         }
         put(true).await.map_err(anyhow::Error::msg)?;
     }
+    // Running services restart under a replaced spec: the seeds wait until none of them
+    // still runs another (they would be admitted under its scope and budgets).
+    trawl_cluster::spec_watch::wait_taken(
+        &c.redis_url,
+        &spec.crawl,
+        &spec,
+        Duration::from_secs(180),
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
     let discovered: Arc<JetStreamQueue<Discovered>> = service::queue(&client, c, "discovered")
         .await
         .map_err(anyhow::Error::msg)?;

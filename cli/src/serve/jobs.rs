@@ -77,26 +77,6 @@ struct JobView {
     index: Mutex<LineIndex>,
 }
 
-/// Removes the job from the running ones and marks it failed when still armed at its
-/// drop: the job's task panicked.
-struct EndGuard {
-    jobs: Arc<Jobs>,
-    id: String,
-    armed: bool,
-}
-
-impl Drop for EndGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        tracing::error!(job = %self.id, "the job's task panicked");
-        self.jobs
-            .finish(&self.id, "failed", Some("the job's task panicked"));
-        self.jobs.forget_running(&self.id);
-    }
-}
-
 /// What a job's `pages.jsonl` holds so far, by line.
 #[derive(Default)]
 struct LineIndex {
@@ -244,14 +224,16 @@ impl Jobs {
         opts.control.live = Some(Arc::new(live_tx));
         let id = row.id.clone();
         let task = tokio::spawn(async move {
-            // A panic in the job's task must not leave it `scraping` for ever.
-            let mut guard = EndGuard {
-                jobs: jobs.clone(),
-                id,
-                armed: true,
-            };
-            jobs.run(row, opts).await;
-            guard.armed = false;
+            // A panic in the job's task must not leave it `scraping` for ever (a task
+            // cancelled with the runtime stays resumable).
+            let inner = tokio::spawn(jobs.clone().run(row, opts));
+            if let Err(e) = inner.await
+                && e.is_panic()
+            {
+                tracing::error!(job = %id, "the job's task panicked");
+                jobs.finish(&id, "failed", Some("the job's task panicked"));
+                jobs.forget_running(&id);
+            }
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         tasks.retain(|t| !t.is_finished());
@@ -266,8 +248,23 @@ impl Jobs {
             opts.control.live.clone(),
         ) {
             let server = self.server_stop.clone();
+            let db = self.db.clone();
+            let unfinished = move |job: &str| {
+                db.job(job)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| r.status == "scraping")
+            };
             let r = cluster
-                .run(&id, &opts, &opts.out, &live, stop, || server.is_shutdown())
+                .run(
+                    &id,
+                    &opts,
+                    &opts.out,
+                    &live,
+                    stop,
+                    || server.is_shutdown(),
+                    unfinished,
+                )
                 .await;
             match r {
                 Ok(Ended::Completed) => self.finish(&id, "completed", None),
@@ -604,11 +601,15 @@ impl Jobs {
             ScopeKind::Any
         } else if r.allow_subdomains {
             ScopeKind::Domain
-        } else if r.crawl_entire_domain {
-            ScopeKind::Host
         } else {
-            ScopeKind::Prefix
+            ScopeKind::Host
         };
+        if !(r.crawl_entire_domain || r.allow_subdomains || r.allow_external_links) {
+            // Firecrawl's default: the pages under the start URL's directory. A prefix for
+            // pages only, so the site's sitemaps (at its root) are read all the same.
+            let path = url.path();
+            c.path_prefix = Some(path[..path.rfind('/').map_or(0, |i| i + 1)].to_string());
+        }
         c.include_paths = r.include_paths.clone();
         c.exclude_paths = r.exclude_paths.clone();
         c.paths_match_url = r.regex_on_full_url;

@@ -11,13 +11,13 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tokio::sync::{Semaphore, watch};
 use trawl_cluster::redis_history::RedisHistory;
 use trawl_cluster::redis_state::RedisState;
-use trawl_cluster::{service, spec_watch};
+use trawl_cluster::service;
 use trawl_core::pipeline::Shutdown;
 use trawl_core::queue::Queue;
 use trawl_core::settings::ClusterSettings;
@@ -26,12 +26,11 @@ use trawl_core::{Discovered, PageRecord};
 
 use crate::options::{CrawlOptions, LiveCounts};
 
-/// The longest wait for every replica to run a new spec.
-const SPEC_WAIT: Duration = Duration::from_secs(60);
+/// The longest wait for every replica to run a new spec (an indexer finishing its index
+/// before it restarts takes a while).
+const SPEC_WAIT: Duration = Duration::from_secs(180);
 /// Status polls in a row that must find the crawl drained.
 const DRAINED_POLLS: u32 = 3;
-/// The stages a crawl cannot do without.
-const STAGES: [&str; 4] = ["frontier", "fetcher", "extractor", "indexer"];
 
 /// How a job on the cluster ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -60,13 +59,19 @@ impl Cluster {
     }
 
     async fn running_job(&self) -> anyhow::Result<Option<String>> {
-        trawl_cluster::spec::submitter(&self.settings.redis_url, &self.crawl)
-            .await
-            .map_err(anyhow::Error::msg)
+        retry(|| async {
+            trawl_cluster::spec::submitter(&self.settings.redis_url, &self.crawl)
+                .await
+                .map_err(anyhow::Error::msg)
+        })
+        .await
     }
 
     /// Runs job `id` (its crawl planned as `opts`) to its end; `stop` is the job's stop
     /// (a cancel, or the server's stop: `server_stopping` tells them apart).
+    /// `unfinished` says whether a job is still to be ended: a restarted server lets the
+    /// job the cluster runs finish before it submits another.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         &self,
         id: &str,
@@ -75,31 +80,85 @@ impl Cluster {
         live: &watch::Sender<LiveCounts>,
         mut stop: Shutdown,
         server_stopping: impl Fn() -> bool,
+        unfinished: impl Fn(&str) -> bool,
     ) -> anyhow::Result<Ended> {
-        let _turn = tokio::select! {
-            t = self.turn.acquire() => t?,
-            _ = stop.recv() => return Ok(if server_stopping() { Ended::Stopped } else { Ended::Cancelled }),
-        };
-        if self.running_job().await?.as_deref() != Some(id) {
-            match self.wait_drained(&mut stop, None).await? {
-                true => {}
-                false if server_stopping() => return Ok(Ended::Stopped),
-                false => return Ok(Ended::Cancelled),
+        let ended = |server_stopping: &dyn Fn() -> bool| {
+            if server_stopping() {
+                Ended::Stopped
+            } else {
+                Ended::Cancelled
             }
-            self.submit(id, opts).await?;
+        };
+        let turn = loop {
+            let turn = tokio::select! {
+                t = self.turn.acquire() => t?,
+                _ = stop.recv() => return Ok(ended(&server_stopping)),
+            };
+            match self.running_job().await? {
+                Some(other) if other != id && unfinished(&other) => {
+                    // Another job of ours is on the cluster (a restart): it goes first.
+                    drop(turn);
+                    if stop
+                        .run_until(tokio::time::sleep(Duration::from_secs(1)))
+                        .await
+                        .is_none()
+                    {
+                        return Ok(ended(&server_stopping));
+                    }
+                }
+                running => break (turn, running),
+            }
+        };
+        let (_turn, running) = turn;
+        if running.as_deref() != Some(id) {
+            if !self.wait_drained(&mut stop, None).await? {
+                return Ok(ended(&server_stopping));
+            }
+            if !self.submit(id, opts, &mut stop).await? {
+                return Ok(ended(&server_stopping));
+            }
         }
         let drained = self.wait_drained(&mut stop, Some(live)).await?;
         if !drained && server_stopping() {
             return Ok(Ended::Stopped);
         }
-        self.copy_records(out).await?;
         if drained {
-            Ok(Ended::Completed)
-        } else {
-            // Cancelled: the URLs still queued are dropped with the crawl's state.
-            self.clear().await?;
-            Ok(Ended::Cancelled)
+            retry(|| self.copy_records(out)).await?;
+            return Ok(Ended::Completed);
         }
+        // Cancelled: nothing more is admitted (a spec that admits nothing), what was
+        // queued drains, and what was written is the result.
+        self.stop_admitting(opts).await?;
+        let mut never = trawl_core::pipeline::shutdown().1;
+        let _ = self.wait_drained(&mut never, None).await?;
+        retry(|| self.copy_records(out)).await?;
+        Ok(Ended::Cancelled)
+    }
+
+    async fn stop_admitting(&self, opts: &CrawlOptions) -> anyhow::Result<()> {
+        let mut settings = opts.crawl.clone();
+        settings.history = true;
+        // No start URL: every URL is out of scope (the host scope of no seed).
+        settings.scope = trawl_core::scope::ScopeKind::Host;
+        let spec = CrawlSpec {
+            crawl: self.crawl.clone(),
+            start: Vec::new(),
+            settings,
+            index: opts.index.settings.index.clone(),
+            since: None,
+            due_only: false,
+        };
+        trawl_cluster::spec::put(&self.settings.redis_url, &spec, true)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        trawl_cluster::spec_watch::wait_taken(
+            &self.settings.redis_url,
+            &self.crawl,
+            &spec,
+            SPEC_WAIT,
+        )
+        .await
+        .map_err(anyhow::Error::msg)
     }
 
     async fn clear(&self) -> anyhow::Result<()> {
@@ -110,8 +169,14 @@ impl Cluster {
         Ok(())
     }
 
-    /// The job's spec stored, every replica running it, its seeds published.
-    async fn submit(&self, id: &str, opts: &CrawlOptions) -> anyhow::Result<()> {
+    /// The job's spec stored, every replica running it, its seeds published; `false`
+    /// when `stop` came first (nothing published).
+    async fn submit(
+        &self,
+        id: &str,
+        opts: &CrawlOptions,
+        stop: &mut Shutdown,
+    ) -> anyhow::Result<bool> {
         let (_, start) = opts.targets.resolve(&opts.crawl.normalizer())?;
         let mut settings = opts.crawl.clone();
         // The results are read back from the records the indexers keep.
@@ -129,7 +194,20 @@ impl Cluster {
         trawl_cluster::spec::put(&self.settings.redis_url, &spec, true)
             .await
             .map_err(anyhow::Error::msg)?;
-        self.wait_running(&spec).await?;
+        let taken = stop
+            .run_until(trawl_cluster::spec_watch::wait_taken(
+                &self.settings.redis_url,
+                &self.crawl,
+                &spec,
+                SPEC_WAIT,
+            ))
+            .await;
+        match taken {
+            None => return Ok(false),
+            Some(r) => r.map_err(|e| {
+                anyhow::anyhow!("{e}: are they running with TRAWL_CRAWL={}?", self.crawl)
+            })?,
+        }
         let client = service::nats(&self.settings)
             .await
             .map_err(anyhow::Error::msg)?;
@@ -143,42 +221,7 @@ impl Cluster {
             .await
             .map_err(anyhow::Error::msg)?;
         tracing::info!(job = id, crawl = %self.crawl, "job submitted to the cluster");
-        Ok(())
-    }
-
-    /// Until every live replica of the crawl runs `spec`, and each stage has one.
-    async fn wait_running(&self, spec: &CrawlSpec) -> anyhow::Result<()> {
-        let want = spec_watch::digest(spec);
-        let started = Instant::now();
-        loop {
-            let marks = spec_watch::running(&self.settings.redis_url, &self.crawl)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            let all_new = marks.iter().all(|(_, d)| *d == want);
-            let staffed = STAGES.iter().all(|s| {
-                marks
-                    .iter()
-                    .any(|(name, d)| name.starts_with(&format!("{s}:")) && *d == want)
-            });
-            if all_new && staffed {
-                return Ok(());
-            }
-            if started.elapsed() > SPEC_WAIT {
-                let names: Vec<&str> = marks.iter().map(|(n, _)| n.as_str()).collect();
-                bail!(
-                    "the cluster's services did not take the job's spec in {} s (running: {}); \
-                     are the frontier, fetcher, extractor and indexer running with TRAWL_CRAWL={}?",
-                    SPEC_WAIT.as_secs(),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    },
-                    self.crawl
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        Ok(true)
     }
 
     /// Waits for the crawl to drain: `false` when `stop` came first. With `live`, the
@@ -209,8 +252,11 @@ impl Cluster {
                         return Ok(true);
                     }
                 }
-                // NATS or Redis briefly away: keep waiting.
-                Err(e) => tracing::warn!("cluster status: {e:#}"),
+                // NATS or Redis briefly away: keep waiting, from the start.
+                Err(e) => {
+                    quiet = 0;
+                    tracing::warn!("cluster status: {e:#}");
+                }
             }
             if stop
                 .run_until(tokio::time::sleep(Duration::from_millis(500)))
@@ -253,4 +299,21 @@ fn write_line(f: &mut impl Write, r: &PageRecord) -> anyhow::Result<()> {
     serde_json::to_writer(&mut *f, r)?;
     f.write_all(b"\n")?;
     Ok(())
+}
+
+/// A call to the backends, tried 3 times over a few seconds (a blip must not lose a job).
+async fn retry<T, F, Fut>(f: F) -> anyhow::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let mut last = None;
+    for pause in [0u64, 1, 4] {
+        tokio::time::sleep(Duration::from_secs(pause)).await;
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt made")))
 }

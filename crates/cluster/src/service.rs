@@ -250,6 +250,7 @@ where
             client: client.clone(),
         });
         let mut spec = spec;
+        let mut spec_json = serde_json::to_string(&spec).unwrap_or_default();
         let mut state = state_for(c, &spec).await?;
         tracing::info!(crawl = %spec.crawl, stage = name, "running");
         let mut pause = Duration::from_millis(500);
@@ -261,11 +262,13 @@ where
         loop {
             // The stage stops on the process's stop, or when the crawl's spec is replaced.
             let (stage_trigger, stage_stop) = trawl_core::pipeline::shutdown();
+            let stage_stopped = stage_stop.clone();
             let watcher = tokio::spawn(crate::spec_watch::watch(
                 c.redis_url.clone(),
                 name,
                 replica.clone(),
                 spec.clone(),
+                spec_json.clone(),
                 stop.clone(),
                 stage_trigger,
             ));
@@ -292,17 +295,23 @@ where
                 return r;
             }
             ready.store(false, Ordering::Relaxed);
-            let replaced = if watcher.is_finished() {
+            // Stopped by the watcher: it has returned, or is about to.
+            let replaced = if stage_stopped.is_shutdown() {
                 watcher.await.ok().flatten()
             } else {
                 watcher.abort();
                 None
             };
-            if let Some(new) = replaced {
+            if let Some((new, json)) = replaced {
                 spec = new;
+                spec_json = json;
                 match state_for(c, &spec).await {
                     Ok(s) => state = s,
                     Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),
+                }
+                if stop.is_shutdown() {
+                    http.abort();
+                    return Ok(());
                 }
                 pause = Duration::from_millis(500);
                 tracing::info!(crawl = %spec.crawl, stage = name, "running under the new spec");

@@ -1,11 +1,12 @@
-//! A service follows its crawl's spec: every [`POLL`] it marks the spec it runs under
-//! `trawl:{crawl}:running:<stage>:<replica>` (a digest, expiring after [`MARK_TTL_S`]) and
-//! reads the stored spec; a different one (`trawl submit --replace`, or `trawl serve
+//! A service follows its crawl's spec: every [`POLL`] it reads the stored spec and marks
+//! the one it runs under `trawl-running:{crawl}:<stage>:<replica>` (a digest of the stored
+//! JSON, expiring after [`MARK_TTL_S`]; outside the crawl's own keys, so clearing a crawl
+//! leaves the marks). A different stored spec (`trawl submit --replace`, or `trawl serve
 //! --cluster` starting its next job) stops the stage, which the service starts again under
-//! it. Whoever stores a spec can so wait until every live replica runs it
-//! ([`running`]) before it publishes the crawl's seeds.
+//! it. Whoever stores a spec waits with [`wait_taken`] until no live replica marks another
+//! before it publishes the crawl's seeds.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use trawl_core::pipeline::{Shutdown, ShutdownTrigger};
@@ -15,64 +16,57 @@ use crate::redis_conn::Within;
 
 /// How often a service looks at the stored spec.
 pub const POLL: Duration = Duration::from_secs(2);
-/// A replica's mark outlives it this long.
-pub const MARK_TTL_S: u64 = 10;
+/// A replica's mark outlives its last refresh this long (longer than one poll that waits
+/// on a slow Redis: a connection and two calls under their deadlines).
+pub const MARK_TTL_S: u64 = 30;
 
-/// What a mark holds: the spec's JSON, hashed.
+/// What a mark holds: the stored JSON of the spec, hashed (not a re-encoding, which a
+/// service of another version would write differently).
+pub fn digest_json(json: &str) -> String {
+    format!("{:032x}", trawl_core::state::seen_digest(json))
+}
+
+/// The digest of the JSON [`crate::spec::put`] stores for `spec`.
 pub fn digest(spec: &CrawlSpec) -> String {
-    let json = serde_json::to_string(spec).unwrap_or_default();
-    format!("{:032x}", trawl_core::state::seen_digest(&json))
+    digest_json(&serde_json::to_string(spec).unwrap_or_default())
 }
 
-fn mark_key(crawl: &str, stage: &str, replica: &str) -> String {
-    format!("trawl:{{{crawl}}}:running:{stage}:{replica}")
+fn marks_prefix(crawl: &str) -> String {
+    format!("trawl-running:{{{crawl}}}:")
 }
 
-/// Marks `current` as running every [`POLL`] until `stop`, or until the stored spec
-/// differs: then `trigger` stops the stage and the new spec is returned. A spec that
-/// cannot be read (Redis away, a spec removed) changes nothing.
+/// Marks the spec `current` (stored as `current_json`) as running every [`POLL`] until
+/// `stop` (the stage is stopped at once), or until the stored spec differs: then `trigger`
+/// stops the stage and the new spec (and its JSON) is returned. A spec that cannot be read
+/// (Redis away, a spec removed, one this version cannot parse) changes nothing.
 pub async fn watch(
     redis_url: String,
     stage: &'static str,
     replica: String,
     current: CrawlSpec,
+    current_json: String,
     mut stop: Shutdown,
     trigger: ShutdownTrigger,
-) -> Option<CrawlSpec> {
-    let mine = digest(&current);
-    let key = mark_key(&current.crawl, stage, &replica);
+) -> Option<(CrawlSpec, String)> {
+    let key = format!("{}{stage}:{replica}", marks_prefix(&current.crawl));
+    let mine = digest_json(&current_json);
     let mut conn: Option<ConnectionManager> = None;
     loop {
-        if conn.is_none() {
-            conn = crate::redis_conn::connect(&redis_url).await.ok();
-        }
-        if let Some(c) = conn.as_mut() {
-            let _ = redis::cmd("SET")
-                .arg(&key)
-                .arg(&mine)
-                .arg("EX")
-                .arg(MARK_TTL_S)
-                .query_async::<()>(c)
-                .within()
-                .await;
-            let stored: Result<Option<String>, _> = redis::cmd("GET")
-                .arg(crate::spec::spec_key(&current.crawl))
-                .query_async(c)
-                .within()
-                .await;
-            if let Ok(Some(json)) = stored
-                && let Ok(spec) = serde_json::from_str::<CrawlSpec>(&json)
-                && spec != current
-            {
-                tracing::info!(crawl = %current.crawl, stage, "the crawl's spec was replaced: restarting the stage under it");
-                let _ = redis::cmd("DEL")
-                    .arg(&key)
-                    .query_async::<()>(c)
-                    .within()
-                    .await;
+        // Redis may hang for its deadlines: the process's stop must not wait for it.
+        let step = stop
+            .run_until(poll_once(&redis_url, &mut conn, &key, &mine, &current))
+            .await;
+        match step {
+            None => {
                 trigger.trigger();
-                return Some(spec);
+                return None;
             }
+            Some(Some(new)) => {
+                tracing::info!(crawl = %current.crawl, stage, "the crawl's spec was replaced: restarting the stage under it");
+                trigger.trigger();
+                return Some(new);
+            }
+            Some(None) => {}
         }
         if stop.run_until(tokio::time::sleep(POLL)).await.is_none() {
             trigger.trigger();
@@ -81,13 +75,49 @@ pub async fn watch(
     }
 }
 
-/// The spec digest each live replica of `crawl` runs, by `stage:replica`.
+async fn poll_once(
+    redis_url: &str,
+    conn: &mut Option<ConnectionManager>,
+    key: &str,
+    mine: &str,
+    current: &CrawlSpec,
+) -> Option<(CrawlSpec, String)> {
+    if conn.is_none() {
+        *conn = crate::redis_conn::connect(redis_url).await.ok();
+    }
+    let c = conn.as_mut()?;
+    let _ = redis::cmd("SET")
+        .arg(key)
+        .arg(mine)
+        .arg("EX")
+        .arg(MARK_TTL_S)
+        .query_async::<()>(c)
+        .within()
+        .await;
+    let stored: Option<String> = redis::cmd("GET")
+        .arg(crate::spec::spec_key(&current.crawl))
+        .query_async(c)
+        .within()
+        .await
+        .ok()
+        .flatten();
+    let json = stored?;
+    match serde_json::from_str::<CrawlSpec>(&json) {
+        Ok(spec) if spec != *current => Some((spec, json)),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(crawl = %current.crawl, "the stored spec cannot be read by this version ({e}): running the last one");
+            None
+        }
+    }
+}
+
+/// The spec digest each live replica of `crawl` marks, by `stage:replica`.
 pub async fn running(redis_url: &str, crawl: &str) -> Result<Vec<(String, String)>, String> {
     let mut conn = crate::redis_conn::connect(redis_url)
         .await
         .map_err(|e| e.to_string())?;
-    let prefix = mark_key(crawl, "", "");
-    let prefix = prefix.trim_end_matches(':');
+    let prefix = marks_prefix(crawl);
     let mut cursor: u64 = 0;
     let mut keys: Vec<String> = Vec::new();
     loop {
@@ -118,9 +148,40 @@ pub async fn running(redis_url: &str, crawl: &str) -> Result<Vec<(String, String
             .await
             .map_err(|e| e.to_string())?;
         if let Some(v) = v {
-            let name = k.strip_prefix(prefix).unwrap_or(&k).trim_start_matches(':');
-            out.push((name.to_string(), v));
+            out.push((k.strip_prefix(&prefix).unwrap_or(&k).to_string(), v));
         }
     }
     Ok(out)
+}
+
+/// Waits until no live replica of `crawl` marks a spec other than `spec` (a replica that
+/// starts later reads the stored spec itself); an error names the replicas still on
+/// another one after `timeout`.
+pub async fn wait_taken(
+    redis_url: &str,
+    crawl: &str,
+    spec: &CrawlSpec,
+    timeout: Duration,
+) -> Result<(), String> {
+    let want = digest(spec);
+    let started = Instant::now();
+    loop {
+        let marks = running(redis_url, crawl).await?;
+        let behind: Vec<&str> = marks
+            .iter()
+            .filter(|(_, d)| *d != want)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if behind.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(format!(
+                "these replicas of crawl {crawl} still run another spec after {} s: {}",
+                timeout.as_secs(),
+                behind.join(", ")
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

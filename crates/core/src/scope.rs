@@ -118,23 +118,6 @@ impl Scope {
     }
 }
 
-impl Scope {
-    /// Whether a sitemap or feed belongs to the crawl: one on a seed's host serves under
-    /// the prefix scope too (a site's `/sitemap.xml` lists the pages of every prefix; the
-    /// pages it lists are checked as pages).
-    pub fn contains_listing(&self, url: &Url) -> bool {
-        if self.kind != ScopeKind::Prefix {
-            return self.contains(url);
-        }
-        let (Some(host), port) = (url.host_str(), url.port_or_known_default()) else {
-            return false;
-        };
-        self.seeds
-            .iter()
-            .any(|s| s.host == host && same_port(&s.scheme_port, port))
-    }
-}
-
 fn same_port(seed: &(String, Option<u16>), port: Option<u16>) -> bool {
     // A seed on a default port also admits the other scheme's default port.
     let default = matches!(seed.1, Some(80) | Some(443));
@@ -191,11 +174,24 @@ pub struct PathFilter {
     include: Option<regex::RegexSet>,
     exclude: Option<regex::RegexSet>,
     whole_url: bool,
+    /// Links must also be under this path (`trawl serve`'s crawls of one directory of a
+    /// site whose sitemaps are read: a prefix scope, for pages only).
+    prefix: Option<String>,
 }
 
 impl PathFilter {
     /// Compiles the patterns; the error names the one that does not compile.
     pub fn new(include: &[String], exclude: &[String], whole_url: bool) -> Result<Self, String> {
+        Self::with_prefix(include, exclude, whole_url, None)
+    }
+
+    /// [`Self::new`], and links only under the path `prefix`.
+    pub fn with_prefix(
+        include: &[String],
+        exclude: &[String],
+        whole_url: bool,
+        prefix: Option<&str>,
+    ) -> Result<Self, String> {
         let set = |pats: &[String], what: &str| -> Result<Option<regex::RegexSet>, String> {
             if pats.is_empty() {
                 return Ok(None);
@@ -219,15 +215,23 @@ impl PathFilter {
             include: set(include, "include")?,
             exclude: set(exclude, "exclude")?,
             whole_url,
+            prefix: prefix
+                .filter(|p| !p.is_empty() && *p != "/")
+                .map(str::to_string),
         })
     }
 
     /// No patterns: every URL passes.
     pub fn is_empty(&self) -> bool {
-        self.include.is_none() && self.exclude.is_none()
+        self.include.is_none() && self.exclude.is_none() && self.prefix.is_none()
     }
 
     pub fn allows(&self, url: &Url) -> bool {
+        if let Some(p) = &self.prefix
+            && !url.path().starts_with(p.as_str())
+        {
+            return false;
+        }
         let text = if self.whole_url {
             url.as_str()
         } else {
@@ -239,21 +243,6 @@ impl PathFilter {
             return false;
         }
         !self.exclude.as_ref().is_some_and(|e| e.is_match(text))
-    }
-}
-
-#[cfg(test)]
-mod listing_tests {
-    use super::*;
-
-    #[test]
-    fn a_prefix_crawl_reads_its_hosts_sitemaps_but_not_other_pages() {
-        let s = Scope::new(ScopeKind::Prefix, &[Url::parse("http://h/docs/").unwrap()]);
-        let sm = Url::parse("http://h/sitemap.xml").unwrap();
-        assert!(!s.contains(&sm));
-        assert!(s.contains_listing(&sm));
-        assert!(!s.contains_listing(&Url::parse("http://other/sitemap.xml").unwrap()));
-        assert!(!s.contains(&Url::parse("http://h/blog/a").unwrap()));
     }
 }
 
@@ -277,6 +266,11 @@ mod path_filter_tests {
         let f = PathFilter::new(&[], &["^http://h/".into()], true).unwrap();
         assert!(!f.allows(&u("http://h/a")));
         assert!(PathFilter::default().allows(&u("http://h/x")));
+        // A prefix and the patterns must both allow a link.
+        let f = PathFilter::with_prefix(&["post".into()], &[], false, Some("/blog/")).unwrap();
+        assert!(f.allows(&u("http://h/blog/post-1")));
+        assert!(!f.allows(&u("http://h/blog/about")));
+        assert!(!f.allows(&u("http://h/news/post-1")));
     }
 
     #[test]

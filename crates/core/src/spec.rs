@@ -47,60 +47,13 @@ impl CrawlSpec {
         }
     }
 
-    /// The crawl's scope, derived from its start URLs; a start sitemap or feed on the host
-    /// of a start page does not count (a sitemap at the site's root must not widen a
-    /// prefix to the whole host; the frontier reads it all the same).
+    /// The crawl's scope, derived from its start URLs.
     pub fn scope(&self) -> crate::scope::Scope {
-        let parsed: Vec<(url::Url, crate::UrlKind)> = self
+        let seeds: Vec<url::Url> = self
             .start
             .iter()
-            .filter_map(|(u, k)| url::Url::parse(u).ok().map(|u| (u, *k)))
-            .collect();
-        let page_hosts: Vec<&str> = parsed
-            .iter()
-            .filter(|(_, k)| *k == crate::UrlKind::Page)
-            .filter_map(|(u, _)| u.host_str())
-            .collect();
-        let seeds: Vec<url::Url> = parsed
-            .iter()
-            .filter(|(u, k)| {
-                *k == crate::UrlKind::Page || !u.host_str().is_some_and(|h| page_hosts.contains(&h))
-            })
-            .map(|(u, _)| u.clone())
+            .filter_map(|(u, _)| url::Url::parse(u).ok())
             .collect();
         crate::scope::Scope::new(self.settings.scope, &seeds)
-    }
-}
-
-#[cfg(test)]
-mod scope_tests {
-    use super::*;
-    use crate::scope::ScopeKind;
-
-    #[test]
-    fn a_root_sitemap_does_not_widen_a_prefix_crawl() {
-        let settings = CrawlSettings {
-            scope: ScopeKind::Prefix,
-            ..CrawlSettings::default()
-        };
-        let spec = CrawlSpec {
-            crawl: "c".into(),
-            start: vec![
-                ("http://h/docs/".into(), UrlKind::Page),
-                ("http://h/sitemap.xml".into(), UrlKind::Sitemap),
-                ("http://other/sitemap.xml".into(), UrlKind::Sitemap),
-            ],
-            settings,
-            index: Default::default(),
-            since: None,
-            due_only: false,
-        };
-        let scope = spec.scope();
-        let u = |s: &str| url::Url::parse(s).unwrap();
-        assert!(scope.contains(&u("http://h/docs/a")));
-        assert!(!scope.contains(&u("http://h/blog/a")));
-        assert!(scope.contains_listing(&u("http://h/sitemap.xml")));
-        // A sitemap of another host still brings that host's pages in, as before.
-        assert!(scope.contains(&u("http://other/page")));
     }
 }

