@@ -133,22 +133,9 @@ impl Db {
         })
     }
 
+    /// The URL's last scrape.
     pub fn snapshot(&self, owner: &str, url: &str, tag: &str) -> anyhow::Result<Option<Snapshot>> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT markdown, status, scraped_at FROM snapshots
-                 WHERE owner = ?1 AND url = ?2 AND tag = ?3",
-                params![owner, url, tag],
-                |r| {
-                    Ok(Snapshot {
-                        markdown: r.get(0)?,
-                        status: r.get(1)?,
-                        scraped_at: r.get(2)?,
-                    })
-                },
-            )
-            .optional()
-        })
+        self.with(|c| read_snapshot(c, owner, url, tag))
     }
 
     /// Stores `s` as the URL's last scrape and answers the one it replaces, in one
@@ -162,21 +149,7 @@ impl Db {
     ) -> anyhow::Result<Option<Snapshot>> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let tx = conn.transaction().context("serve.db")?;
-        let before = tx
-            .query_row(
-                "SELECT markdown, status, scraped_at FROM snapshots
-                 WHERE owner = ?1 AND url = ?2 AND tag = ?3",
-                params![owner, url, tag],
-                |r| {
-                    Ok(Snapshot {
-                        markdown: r.get(0)?,
-                        status: r.get(1)?,
-                        scraped_at: r.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .context("serve.db")?;
+        let before = read_snapshot(&tx, owner, url, tag).context("serve.db")?;
         tx.execute(
             "INSERT OR REPLACE INTO snapshots (owner, url, tag, markdown, status, scraped_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -186,23 +159,27 @@ impl Db {
         tx.commit().context("serve.db")?;
         Ok(before)
     }
+}
 
-    pub fn put_snapshot(
-        &self,
-        owner: &str,
-        url: &str,
-        tag: &str,
-        s: &Snapshot,
-    ) -> anyhow::Result<()> {
-        self.with(|c| {
-            c.execute(
-                "INSERT OR REPLACE INTO snapshots (owner, url, tag, markdown, status, scraped_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![owner, url, tag, s.markdown, s.status, s.scraped_at],
-            )
-            .map(|_| ())
-        })
-    }
+fn read_snapshot(
+    c: &Connection,
+    owner: &str,
+    url: &str,
+    tag: &str,
+) -> rusqlite::Result<Option<Snapshot>> {
+    c.query_row(
+        "SELECT markdown, status, scraped_at FROM snapshots
+         WHERE owner = ?1 AND url = ?2 AND tag = ?3",
+        params![owner, url, tag],
+        |r| {
+            Ok(Snapshot {
+                markdown: r.get(0)?,
+                status: r.get(1)?,
+                scraped_at: r.get(2)?,
+            })
+        },
+    )
+    .optional()
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
@@ -244,7 +221,7 @@ mod tests {
                 status: 200,
                 scraped_at: "t".into(),
             };
-            db.put_snapshot("", "http://h/", "", &s).unwrap();
+            assert!(db.swap_snapshot("", "http://h/", "", &s).unwrap().is_none());
         }
         let db = Db::open(&path).unwrap();
         assert_eq!(db.unfinished_jobs().unwrap(), vec![job]);

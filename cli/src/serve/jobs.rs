@@ -7,32 +7,28 @@
 //! grows, so a status page reads only the lines it returns.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use axum::http::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 use trawl_core::PageRecord;
-use trawl_core::UrlKind;
 use trawl_core::pipeline::{Shutdown, ShutdownTrigger, shutdown};
-use trawl_core::scope::ScopeKind;
 use trawl_core::settings::Settings;
 use trawl_store::dir::DirState;
 use url::Url;
 
-use super::api::{self, ApiError, BatchRequest, CrawlRequest, PageOptions, PageParts};
+use super::api::{self, ApiError, PageOptions, PageParts};
 use super::db::{Db, JobRow};
+use super::lines::{LineIndex, read_record, refresh};
 use super::on_cluster::{Cluster, Ended};
 use super::page;
+use super::plan::{self, Planned};
 use crate::options::{CrawlOptions, LiveCounts};
 
 /// Documents per status page, and bytes, at most (Firecrawl's own page size).
 pub const PAGE_DOCS: usize = 100;
 const PAGE_BYTES: usize = 10 << 20;
-/// Firecrawl's default crawl limit.
-const DEFAULT_LIMIT: u64 = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -47,17 +43,6 @@ impl Kind {
             Kind::Batch => "batch",
         }
     }
-}
-
-/// A job's request, checked, as it will run.
-struct Planned {
-    opts: CrawlOptions,
-    page: PageOptions,
-    /// Near-duplicate pages are left out of the results (`deduplicateSimilarURLs`).
-    hide_duplicates: bool,
-    /// A batch's URLs, known up front.
-    total: Option<u64>,
-    invalid: Vec<String>,
 }
 
 struct Running {
@@ -75,19 +60,6 @@ struct JobView {
     hide_duplicates: bool,
     total: Option<u64>,
     index: Mutex<LineIndex>,
-}
-
-/// What a job's `pages.jsonl` holds so far, by line.
-#[derive(Default)]
-struct LineIndex {
-    /// The last line indexed, and its bytes' digest: when they are not at that offset
-    /// any more, the file was cut back and written again, and is indexed anew.
-    last: Option<(u64, u32, u64)>,
-    read_to: u64,
-    /// Results: offset and length of each line.
-    data: Vec<(u64, u32)>,
-    errors: Vec<Value>,
-    robots_blocked: Vec<String>,
 }
 
 pub struct Jobs {
@@ -513,6 +485,17 @@ impl Jobs {
         Ok(view)
     }
 
+    /// A request, checked and turned into the crawl it runs.
+    fn plan(&self, kind: Kind, id: &str, request: &str) -> Result<Planned, ApiError> {
+        plan::plan(
+            &self.base,
+            self.concurrency,
+            &self.dir.join(id),
+            kind,
+            request,
+        )
+    }
+
     fn document(&self, rec: PageRecord, opts: &PageOptions) -> Result<Value, ApiError> {
         let mut parts = PageParts {
             source_url: rec.url.clone(),
@@ -545,246 +528,10 @@ impl Jobs {
         }
         Ok(api::document(parts, &opts.formats, None))
     }
-
-    /// A request, checked and turned into the crawl it runs.
-    fn plan(&self, kind: Kind, id: &str, request: &str) -> Result<Planned, ApiError> {
-        let mut opts = CrawlOptions::with_seeds(Vec::<String>::new());
-        opts.crawl = self.base.crawl.clone();
-        opts.index.settings.index = self.base.index.clone();
-        opts.index.no_index = true;
-        opts.concurrency = self.concurrency;
-        opts.out = self.dir.join(id);
-        opts.progress = "none".into();
-        let planned = match kind {
-            Kind::Crawl => self.plan_crawl(opts, api::parse(request.as_bytes())?)?,
-            Kind::Batch => plan_batch(opts, api::parse(request.as_bytes())?)?,
-        };
-        planned
-            .opts
-            .crawl
-            .validate()
-            .map_err(|e| ApiError::bad_request(format!("Bad Request: {e}")))?;
-        Ok(planned)
-    }
-
-    fn plan_crawl(&self, mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiError> {
-        let url = api::http_url(&r.url)?;
-        if r.webhook.as_ref().is_some_and(|w| !w.is_null()) {
-            return Err(ApiError::bad_request(
-                "crawl webhooks are not supported by trawl serve: poll the crawl's status \
-                 (change events of re-crawls go to trawl crawl --webhook)",
-            ));
-        }
-        if r.ignore_robots_txt {
-            return Err(ApiError::bad_request(
-                "trawl always follows robots.txt: ignoreRobotsTxt cannot be true",
-            ));
-        }
-        let page = r.scrape_options.clone().unwrap_or_default().resolve()?;
-        if page.formats.change_tracking.is_some() {
-            return Err(ApiError::bad_request(
-                "changeTracking is answered by /v2/scrape; a crawl's changes come from a \
-                 re-crawl (trawl crawl --since)",
-            ));
-        }
-        let c = &mut opts.crawl;
-        // The server's own limits are ceilings a request can lower, never raise.
-        let limit = r.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        c.max_pages = match c.max_pages {
-            0 => limit,
-            server => server.min(limit),
-        };
-        if let Some(d) = r.max_discovery_depth {
-            c.max_depth = c.max_depth.min(d);
-        }
-        c.scope = if r.allow_external_links {
-            ScopeKind::Any
-        } else if r.allow_subdomains {
-            ScopeKind::Domain
-        } else {
-            ScopeKind::Host
-        };
-        if !(r.crawl_entire_domain || r.allow_subdomains || r.allow_external_links) {
-            // Firecrawl's default: the pages under the start URL's directory. A prefix for
-            // pages only, so the site's sitemaps (at its root) are read all the same.
-            let path = url.path();
-            c.path_prefix = Some(path[..path.rfind('/').map_or(0, |i| i + 1)].to_string());
-        }
-        c.include_paths = r.include_paths.clone();
-        c.exclude_paths = r.exclude_paths.clone();
-        c.paths_match_url = r.regex_on_full_url;
-        if let Some(s) = r.delay.filter(|s| s.is_finite() && *s > 0.0) {
-            // The server's delay is a floor a request cannot lower.
-            c.delay_ms = c.delay_ms.max((s * 1000.0).min(3.6e6) as u64);
-        }
-        if r.ignore_query_parameters {
-            c.strip_params.push("*".into());
-        }
-        c.keep_html = page.reextracts() || page.formats.links;
-        if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
-            opts.concurrency = opts.concurrency.min(m as usize);
-        }
-        let origin = url.join("/sitemap.xml").ok().map(|u| u.to_string());
-        match r.sitemap.as_deref().unwrap_or("include") {
-            "include" => {
-                opts.targets.seeds = vec![url.to_string()];
-                opts.targets.sitemaps = origin.into_iter().collect();
-            }
-            "skip" => opts.targets.seeds = vec![url.to_string()],
-            "only" => {
-                // The sitemap's pages, not what they link to.
-                opts.targets.sitemaps = origin.into_iter().collect();
-                opts.crawl.max_depth = opts.crawl.max_depth.min(1);
-            }
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "Bad Request: sitemap must be include, skip or only, not {other:?}"
-                )));
-            }
-        }
-        Ok(Planned {
-            opts,
-            page,
-            hide_duplicates: r.deduplicate_similar_urls.unwrap_or(true),
-            total: None,
-            invalid: Vec::new(),
-        })
-    }
-}
-
-fn plan_batch(mut opts: CrawlOptions, r: BatchRequest) -> Result<Planned, ApiError> {
-    let page = r.options.resolve()?;
-    if page.formats.change_tracking.is_some() {
-        return Err(ApiError::bad_request(
-            "changeTracking is answered by /v2/scrape, one page at a time",
-        ));
-    }
-    let mut valid = Vec::new();
-    let mut invalid = Vec::new();
-    for u in &r.urls {
-        match api::http_url(u) {
-            Ok(url) => valid.push(url.to_string()),
-            Err(e) if !r.ignore_invalid_urls => return Err(e),
-            Err(_) => invalid.push(u.clone()),
-        }
-    }
-    if valid.is_empty() {
-        return Err(ApiError::bad_request("Bad Request: no valid URL to scrape"));
-    }
-    valid.sort();
-    valid.dedup();
-    let c = &mut opts.crawl;
-    // Exactly the URLs given: no links followed, any host.
-    c.max_depth = 0;
-    c.scope = ScopeKind::Any;
-    c.max_pages = 0;
-    c.keep_html = page.reextracts() || page.formats.links;
-    if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
-        opts.concurrency = opts.concurrency.min(m as usize);
-    }
-    let total = valid.len() as u64;
-    opts.targets.seeds = valid;
-    Ok(Planned {
-        opts,
-        page,
-        hide_duplicates: false,
-        total: Some(total),
-        invalid,
-    })
 }
 
 fn expires_at(created: &str) -> Value {
     chrono::DateTime::parse_from_rfc3339(created)
         .map(|t| (t + chrono::Duration::hours(24)).to_rfc3339().into())
         .unwrap_or(Value::Null)
-}
-
-/// Reads the whole lines added to `pages.jsonl` since the last call.
-fn refresh(ix: &mut LineIndex, pages: &Path, hide_duplicates: bool) -> Result<(), ApiError> {
-    let Ok(mut f) = std::fs::File::open(pages) else {
-        return Ok(());
-    };
-    let len = f.metadata().map_err(ApiError::internal)?.len();
-    let still_there = match ix.last {
-        None => true,
-        Some((off, n, digest)) => {
-            let mut buf = vec![0; n as usize];
-            len >= ix.read_to
-                && f.seek(SeekFrom::Start(off)).is_ok()
-                && f.read_exact(&mut buf).is_ok()
-                && line_digest(&buf) == digest
-        }
-    };
-    if !still_there {
-        // Cut back and written again (a resumed crawl): read it anew.
-        *ix = LineIndex::default();
-    }
-    f.seek(SeekFrom::Start(ix.read_to))
-        .map_err(ApiError::internal)?;
-    let mut r = BufReader::new(f);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line).map_err(ApiError::internal)?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            break;
-        }
-        let off = ix.read_to;
-        ix.read_to += n as u64;
-        ix.last = Some((off, n.min(u32::MAX as usize) as u32, line_digest(&line)));
-        let Ok(rec) = serde_json::from_slice::<PageRecord>(&line) else {
-            tracing::warn!(
-                offset = off,
-                "a line of a job's pages.jsonl is not a record"
-            );
-            continue;
-        };
-        classify(ix, &rec, off, n, hide_duplicates);
-    }
-    Ok(())
-}
-
-fn line_digest(line: &[u8]) -> u64 {
-    (trawl_core::state::seen_digest(&String::from_utf8_lossy(line)) >> 64) as u64
-}
-
-fn classify(ix: &mut LineIndex, rec: &PageRecord, off: u64, len: usize, hide_duplicates: bool) {
-    if rec.kind != UrlKind::Page {
-        return;
-    }
-    let cut = rec
-        .error
-        .as_ref()
-        .is_some_and(|e| matches!(e.kind.as_str(), "body_too_large" | "record_too_large"));
-    match &rec.error {
-        Some(e) if !cut => {
-            if e.kind == "robots_disallowed" {
-                ix.robots_blocked.push(rec.url.clone());
-            } else {
-                ix.errors.push(json!({
-                    "id": format!("{}-{}", e.kind, ix.errors.len()),
-                    "timestamp": rec.fetched_at,
-                    "url": rec.url,
-                    "code": e.kind.to_ascii_uppercase(),
-                    "error": e.message,
-                }));
-            }
-        }
-        _ if rec.status == 0 => {}
-        _ if hide_duplicates && rec.duplicate_of.is_some() => {}
-        _ => ix.data.push((off, len.min(u32::MAX as usize) as u32)),
-    }
-}
-
-fn read_record(f: &mut std::fs::File, off: u64, len: u32) -> Result<PageRecord, ApiError> {
-    f.seek(SeekFrom::Start(off)).map_err(ApiError::internal)?;
-    let mut buf = vec![0; len as usize];
-    f.read_exact(&mut buf).map_err(ApiError::internal)?;
-    serde_json::from_slice(&buf).map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            format!("a line of the job's pages.jsonl does not read back: {e}"),
-        )
-    })
 }

@@ -9,9 +9,11 @@ pub mod api;
 pub mod changes;
 pub mod db;
 pub mod jobs;
+mod lines;
 mod metrics;
 pub mod on_cluster;
 pub mod page;
+mod plan;
 pub mod scrape;
 
 use std::collections::HashMap;
@@ -204,14 +206,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v2/map", post(map))
         .route("/v2/crawl", post(crawl_start))
         .route("/v2/crawl/active", get(crawl_active))
-        .route("/v2/crawl/{id}", get(crawl_status).delete(crawl_cancel))
-        .route("/v2/crawl/{id}/errors", get(crawl_errors))
+        .route("/v2/crawl/{id}", get(job_status).delete(job_cancel))
+        .route("/v2/crawl/{id}/errors", get(job_errors))
         .route("/v2/batch/scrape", post(batch_start))
-        .route(
-            "/v2/batch/scrape/{id}",
-            get(batch_status).delete(batch_cancel),
-        )
-        .route("/v2/batch/scrape/{id}/errors", get(batch_errors))
+        .route("/v2/batch/scrape/{id}", get(job_status).delete(job_cancel))
+        .route("/v2/batch/scrape/{id}/errors", get(job_errors))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, None, "Not found") })
         .layer(middleware::from_fn_with_state(app.clone(), auth));
     Router::new()
@@ -509,53 +508,34 @@ impl PageQuery {
     }
 }
 
-fn status(
-    app: &App,
-    owner: &str,
-    id: &str,
-    q: &PageQuery,
-    headers: &HeaderMap,
-    path: &str,
-) -> Answer {
-    let base = job_url(headers, &format!("{path}/{id}"));
-    let (skip, limit) = q.numbers()?;
-    // A page of results is work (read, extracted again for some formats): it takes one
-    // of the key's request slots.
-    let _slot = app.slot(owner)?;
-    let v = app.jobs.status(id, owner, skip, limit, &base)?;
-    Ok(axum::Json(v))
-}
-
-async fn crawl_status(
+/// A job's status page; `next` is built on the path asked (a crawl's or a batch's).
+async fn job_status(
     State(app): State<Arc<App>>,
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
     Path(id): Path<String>,
     q: Query<PageQuery>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
 ) -> Answer {
-    let app2 = app.clone();
-    tokio::task::spawn_blocking(move || status(&app2, &owner, &id, &q, &headers, "/v2/crawl"))
-        .await
-        .map_err(ApiError::internal)?
-}
-
-async fn batch_status(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-    Path(id): Path<String>,
-    q: Query<PageQuery>,
-    headers: HeaderMap,
-) -> Answer {
-    let app2 = app.clone();
     tokio::task::spawn_blocking(move || {
-        status(&app2, &owner, &id, &q, &headers, "/v2/batch/scrape")
+        let base = job_url(&headers, uri.path());
+        let (skip, limit) = q.numbers()?;
+        // A page of results is work (read, extracted again for some formats): it takes
+        // one of the key's request slots.
+        let _slot = app.slot(&owner)?;
+        let v = app.jobs.status(&id, &owner, skip, limit, &base)?;
+        Ok(axum::Json(v))
     })
     .await
     .map_err(ApiError::internal)?
 }
 
-fn cancel(app: &App, owner: &str, id: &str) -> Answer {
-    if app.jobs.cancel(id, owner)? {
+async fn job_cancel(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    if app.jobs.cancel(&id, &owner)? {
         Ok(axum::Json(json!({"success": true, "status": "cancelled"})))
     } else {
         Err(ApiError::new(
@@ -566,45 +546,17 @@ fn cancel(app: &App, owner: &str, id: &str) -> Answer {
     }
 }
 
-async fn crawl_cancel(
+async fn job_errors(
     State(app): State<Arc<App>>,
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
     Path(id): Path<String>,
 ) -> Answer {
-    cancel(&app, &owner, &id)
-}
-
-async fn batch_cancel(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-    Path(id): Path<String>,
-) -> Answer {
-    cancel(&app, &owner, &id)
-}
-
-async fn errors(app: Arc<App>, owner: String, id: String) -> Answer {
     tokio::task::spawn_blocking(move || {
         let _slot = app.slot(&owner)?;
         Ok(axum::Json(app.jobs.errors(&id, &owner)?))
     })
     .await
     .map_err(ApiError::internal)?
-}
-
-async fn crawl_errors(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-    Path(id): Path<String>,
-) -> Answer {
-    errors(app, owner, id).await
-}
-
-async fn batch_errors(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-    Path(id): Path<String>,
-) -> Answer {
-    errors(app, owner, id).await
 }
 
 async fn crawl_active(
