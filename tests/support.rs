@@ -128,5 +128,6 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
         st.clear().await.unwrap();
     }
 }
+pub mod api_site;
 pub mod changing;
 pub mod services;

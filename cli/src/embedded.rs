@@ -581,7 +581,6 @@ impl Pipeline {
             if let Some(live) = &control.live {
                 live.send_replace(LiveCounts {
                     pages: counters.get(&Counter::Pages),
-                    admitted: counters.get(&Counter::FrontierQueued),
                     queued: queued + in_flight,
                 });
             }

@@ -169,11 +169,10 @@ impl Mapper<'_> {
             && let Ok(f) = self.scraper.fetch_listing(&robots, Some(t)).await
             && f.status == 200
         {
-            for line in String::from_utf8_lossy(&f.body).lines() {
-                let line = line.trim();
-                if let Some((k, v)) = line.split_once(':')
-                    && k.trim().eq_ignore_ascii_case("sitemap")
-                    && let Ok(u) = Url::parse(v.trim())
+            // The crawl's robots.txt reader (Sitemap lines belong to no group).
+            let rules = trawl_fetcher::robots::Robots::parse(&f.body, "*");
+            for u in rules.sitemaps() {
+                if let Ok(u) = Url::parse(u.as_str())
                     && self.in_scope(&u)
                     && queue.len() < MAX_SITEMAPS
                 {

@@ -134,8 +134,6 @@ pub struct CrawlControl {
 pub struct LiveCounts {
     /// Lines written to `pages.jsonl`.
     pub pages: i64,
-    /// URLs admitted by the frontier.
-    pub admitted: i64,
     /// URLs waiting or in flight.
     pub queued: usize,
 }

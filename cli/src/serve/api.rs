@@ -177,6 +177,12 @@ impl ScrapeOptions {
 }
 
 impl PageOptions {
+    /// A crawl for these options keeps each page's markup (`keep_html`): to extract it
+    /// again, or for its links (the record keeps none).
+    pub fn needs_markup(&self) -> bool {
+        self.reextracts() || self.formats.links
+    }
+
     /// The record's own Markdown will not do: the page is extracted again from its markup.
     pub fn reextracts(&self) -> bool {
         self.formats.needs_html()

@@ -517,7 +517,7 @@ impl Jobs {
             .extra
             .insert("fetchedAt".into(), rec.fetched_at.clone().into());
         match (&rec.raw_html, Url::parse(&rec.final_url)) {
-            (Some(html), Ok(base)) if opts.reextracts() || opts.formats.links => {
+            (Some(html), Ok(base)) if opts.needs_markup() => {
                 page::render_html(html, &base, opts, &mut parts)?;
             }
             _ => {

@@ -238,7 +238,6 @@ impl Cluster {
                     if let Some(l) = live {
                         l.send_replace(LiveCounts {
                             pages: s.pages_indexed,
-                            admitted: s.counters.get("frontier.queued").copied().unwrap_or(0),
                             queued: s.queued_urls
                                 + s.pending
                                     .iter()

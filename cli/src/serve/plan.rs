@@ -106,7 +106,7 @@ fn plan_crawl(mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiErr
     if r.ignore_query_parameters {
         c.strip_params.push("*".into());
     }
-    c.keep_html = page.reextracts() || page.formats.links;
+    c.keep_html = page.needs_markup();
     if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
         opts.concurrency = opts.concurrency.min(m as usize);
     }
@@ -163,7 +163,7 @@ fn plan_batch(mut opts: CrawlOptions, r: BatchRequest) -> Result<Planned, ApiErr
     c.max_depth = 0;
     c.scope = ScopeKind::Any;
     c.max_pages = 0;
-    c.keep_html = page.reextracts() || page.formats.links;
+    c.keep_html = page.needs_markup();
     if let Some(m) = r.max_concurrency.filter(|m| *m > 0) {
         opts.concurrency = opts.concurrency.min(m as usize);
     }

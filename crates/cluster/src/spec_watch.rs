@@ -113,10 +113,7 @@ async fn poll_once(
 }
 
 /// The spec digest each live replica of `crawl` marks, by `stage:replica`.
-pub async fn running(redis_url: &str, crawl: &str) -> Result<Vec<(String, String)>, String> {
-    let mut conn = crate::redis_conn::connect(redis_url)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn marks(conn: &mut ConnectionManager, crawl: &str) -> Result<Vec<(String, String)>, String> {
     let prefix = marks_prefix(crawl);
     let mut cursor: u64 = 0;
     let mut keys: Vec<String> = Vec::new();
@@ -127,7 +124,7 @@ pub async fn running(redis_url: &str, crawl: &str) -> Result<Vec<(String, String
             .arg(format!("{prefix}*"))
             .arg("COUNT")
             .arg(1000)
-            .query_async(&mut conn)
+            .query_async(conn)
             .within()
             .await
             .map_err(|e| e.to_string())?;
@@ -143,7 +140,7 @@ pub async fn running(redis_url: &str, crawl: &str) -> Result<Vec<(String, String
     for k in keys {
         let v: Option<String> = redis::cmd("GET")
             .arg(&k)
-            .query_async(&mut conn)
+            .query_async(conn)
             .within()
             .await
             .map_err(|e| e.to_string())?;
@@ -165,9 +162,12 @@ pub async fn wait_taken(
 ) -> Result<(), String> {
     let want = digest(spec);
     let started = Instant::now();
+    let mut conn = crate::redis_conn::connect(redis_url)
+        .await
+        .map_err(|e| e.to_string())?;
     loop {
-        let marks = running(redis_url, crawl).await?;
-        let behind: Vec<&str> = marks
+        let live = marks(&mut conn, crawl).await?;
+        let behind: Vec<&str> = live
             .iter()
             .filter(|(_, d)| *d != want)
             .map(|(n, _)| n.as_str())

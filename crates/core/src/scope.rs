@@ -221,11 +221,6 @@ impl PathFilter {
         })
     }
 
-    /// No patterns: every URL passes.
-    pub fn is_empty(&self) -> bool {
-        self.include.is_none() && self.exclude.is_none() && self.prefix.is_none()
-    }
-
     pub fn allows(&self, url: &Url) -> bool {
         if let Some(p) = &self.prefix
             && !url.path().starts_with(p.as_str())

@@ -1,0 +1,179 @@
+//! The fixture site of `tests/api.rs` (`trawl serve` against Firecrawl's clients): a home
+//! page, three pages, a blog two hops deep, a page only its sitemap lists, one that
+//! changes (`POST /__set` replaces it), a 404, an endless chain of slow pages, robots.txt.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse};
+use axum::routing::{get, post};
+
+/// The fixture site of the SDK checks: a home page, three pages, a blog two hops deep, a
+/// page only its sitemap lists, one that changes, a 404, slow pages, robots.txt.
+pub struct Fixture {
+    addr: SocketAddr,
+}
+
+fn page(title: &str, nav: bool, main: &str) -> String {
+    let nav = if nav {
+        r#"<header><nav><a href="/">Home</a> <a href="/a">A</a> <a href="/b">B</a> <a href="/c">C</a> <a href="/blog/post-1">Blog</a></nav></header>"#
+    } else {
+        r#"<header><nav><a href="/">Home</a></nav></header>"#
+    };
+    format!(
+        "<!doctype html><html lang=en><head><title>{title}</title>\
+         <meta name=description content=\"About {title}\"><script>var tracker = 1;</script></head>\
+         <body>{nav}<main>{main}</main><footer><p>Footer text © 2026 the fixture site, \
+         all rights reserved.</p></footer></body></html>"
+    )
+}
+
+fn body_of(path: &str) -> Option<String> {
+    let p = |s: &str| format!("<p>{s}</p>");
+    Some(match path {
+        "" => page(
+            "Home",
+            true,
+            &format!(
+                "<h1>Home</h1>{}",
+                p(
+                    "Welcome to the fixture site. It holds a few pages about rivers, \
+                   mountains and the weather, written so that an extractor has a main \
+                   content to find on each of them."
+                )
+            ),
+        ),
+        "a" => page(
+            "Page A",
+            true,
+            "<h1>Rivers</h1><p id=lead>Lead paragraph of A: rivers carry water from \
+             the mountains to the sea, cutting valleys as they go.</p><p>Second paragraph \
+             of A: the longest river of the fixture is entirely made up.</p>",
+        ),
+        "b" => page(
+            "Page B",
+            true,
+            &p(
+                "Mountains rise where plates collide; page B counts seven summits \
+                above four thousand metres and names none of them.",
+            ),
+        ),
+        "c" => page(
+            "Page C",
+            true,
+            &p(
+                "Weather is what the atmosphere does today; page C keeps a diary of \
+                rain, fog and one memorable hailstorm in April.",
+            ),
+        ),
+        "blog/post-1" => page(
+            "Post one",
+            false,
+            "<h1>Post one</h1><p>The first post of the blog, about starting a blog, \
+             links to the second.</p><p><a href=\"/blog/post-2\">Next post</a></p>",
+        ),
+        "blog/post-2" => page(
+            "Post two",
+            false,
+            "<p>The second post of the blog is found two hops from the home page, \
+             and talks about finishing what one starts.</p>",
+        ),
+        "only-in-sitemap" => page(
+            "Hidden",
+            false,
+            "<p>No page links here: only the sitemap lists this page, which is about \
+             being hard to find.</p>",
+        ),
+        "private/secret" => page("Secret", false, "<p>robots.txt disallows this page.</p>"),
+        _ => return None,
+    })
+}
+
+async fn serve_page(UrlPath(path): UrlPath<String>) -> impl IntoResponse {
+    match body_of(&path) {
+        Some(b) => (StatusCode::OK, Html(b)),
+        None => (
+            StatusCode::NOT_FOUND,
+            Html(page(
+                "Not found",
+                false,
+                "<p>There is no such page here, sorry.</p>",
+            )),
+        ),
+    }
+}
+
+async fn slow(UrlPath(n): UrlPath<u32>) -> impl IntoResponse {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let links: String = (1..=3)
+        .map(|k| format!("<a href=\"/slow/{}\">next</a> ", n * 3 + k))
+        .collect();
+    Html(page(
+        &format!("Slow {n}"),
+        false,
+        &format!("<p>Slow page number {n} of an endless chain, each answered late.</p>{links}"),
+    ))
+}
+
+impl Fixture {
+    pub async fn start() -> Self {
+        let changing = Arc::new(Mutex::new(String::from("Version one of the page.")));
+        let app = Router::new()
+            .route("/", get(|| async { serve_page(UrlPath(String::new())).await }))
+            .route(
+                "/robots.txt",
+                get(|State(o): State<Origin>| async move {
+                    format!("User-agent: *\nDisallow: /private/\nSitemap: {}/sitemap.xml\n", o.0)
+                }),
+            )
+            .route(
+                "/sitemap.xml",
+                get(|State(o): State<Origin>| async move {
+                    let urls: String = ["/", "/a", "/only-in-sitemap", "/blog/post-1"]
+                        .iter()
+                        .map(|p| format!("<url><loc>{}{p}</loc></url>", o.0))
+                        .collect();
+                    (
+                        [("content-type", "application/xml")],
+                        format!(
+                            "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{urls}</urlset>"
+                        ),
+                    )
+                }),
+            )
+            .route("/slow/{n}", get(slow))
+            .route(
+                "/changing",
+                get(|State(o): State<Origin>| async move {
+                    let text = o.1.lock().unwrap().clone();
+                    Html(page("Changing", false, &format!("<h1>Changing</h1><p>{text}</p>")))
+                }),
+            )
+            .route(
+                "/__set",
+                post(|State(o): State<Origin>, body: String| async move {
+                    *o.1.lock().unwrap() = body;
+                    "ok"
+                }),
+            )
+            .route("/{*path}", get(serve_page));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = app.with_state(Origin(format!("http://{addr}"), changing));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+#[derive(Clone)]
+struct Origin(String, Arc<Mutex<String>>);
