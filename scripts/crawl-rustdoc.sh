@@ -22,6 +22,12 @@ case " $* " in
   *) ./scripts/fetch-model.sh ;;
 esac
 ./scripts/protoc.sh
+# Chromium for pages that need JavaScript (`--render auto`, the default; `--render never`
+# crawls without it).
+case " $* " in
+  *" --render never "*) ;;
+  *) ./scripts/chromium.sh >/dev/null ;;
+esac
 cargo build --release --locked -p trawl -p trawl-testsite
 ./target/release/trawl-testsite --dir "$docs" --port "$port" --log /tmp/trawl-rustdoc-access.jsonl &
 server=$!

@@ -3,6 +3,7 @@
 # - NATS (JetStream) and Redis on loopback (scripts/services.sh);
 # - a Docker engine, docker-compose and a Debian base image (scripts/docker.sh);
 # - protoc, which lance's build scripts need;
+# - Chromium (Debian's chromium-headless-shell), which the renderer drives (scripts/chromium.sh);
 # - Python helpers in .venv: warcio (WARC validation), pyarrow, lancedb (reads trawl's
 #   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
 #   compose specification's schema, hadolint (Dockerfiles), firecrawl-py +
@@ -16,6 +17,8 @@ cd "$(dirname "$0")/.."
 ./scripts/docker.sh
 
 ./scripts/protoc.sh
+# Chromium for the renderer's tests (tests/render.rs): Debian's headless shell.
+./scripts/chromium.sh >/dev/null
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
 if [ ! -x .venv/bin/python3 ] || [ ! -x .venv/bin/hadolint ] \
@@ -37,5 +40,6 @@ export TRAWL_REQUIRE_PY=1
 export TRAWL_REQUIRE_SERVICES=1
 export TRAWL_REQUIRE_MODEL=1
 export TRAWL_REQUIRE_DOCKER=1
+export TRAWL_REQUIRE_CHROMIUM=1
 
 cargo test --workspace --locked "$@"

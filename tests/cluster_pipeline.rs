@@ -201,10 +201,14 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             boilerplate: None,
         };
         tasks.spawn(async move {
+            let out = trawl_extractor::Outputs {
+                docs: o,
+                discovered: d,
+                render: Arc::new(trawl_core::queue::Unconnected("render")),
+            };
             trawl_extractor::run_worker(
                 i,
-                o,
-                d,
+                out,
                 trawl_extractor::ExtractorConfig {
                     dedup,
                     ..Default::default()

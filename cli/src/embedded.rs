@@ -279,6 +279,7 @@ struct MemoryHops {
     fetch: Arc<MemoryQueue<FetchJob>>,
     fetched: Arc<MemoryQueue<Fetched>>,
     docs: Arc<MemoryQueue<Doc>>,
+    render: Arc<MemoryQueue<Fetched>>,
 }
 
 /// The bodies waiting for extraction, at most: pages are cut at the 8 MiB extraction reads
@@ -302,6 +303,14 @@ impl MemoryHops {
                 |f: &Fetched| f.body.len(),
                 tracker.clone(),
             )),
+            // Pages for the browser wait here, a few at a time: the extractors slow down
+            // to the renderer's pace rather than hold many bodies.
+            render: Arc::new(MemoryQueue::with_byte_budget(
+                32,
+                FETCHED_BYTES / 4,
+                |f: &Fetched| f.body.len(),
+                tracker.clone(),
+            )),
             docs: Arc::new(MemoryQueue::with_byte_budget(
                 1024,
                 DOCS_BYTES,
@@ -321,19 +330,23 @@ impl MemoryHops {
             fetch: self.fetch.clone(),
             fetched: self.fetched.clone(),
             docs: self.docs.clone(),
+            render: self.render.clone(),
             changed: Arc::new(trawl_core::queue::Unconnected("changed")),
         }
     }
 
     /// Pages fetched and not yet written.
     async fn pages_in_output(&self) -> usize {
-        self.fetched.len().await.unwrap_or(0) + self.docs.len().await.unwrap_or(0)
+        self.fetched.len().await.unwrap_or(0)
+            + self.render.len().await.unwrap_or(0)
+            + self.docs.len().await.unwrap_or(0)
     }
 
     fn close(&self) {
         self.discovered.close();
         self.fetch.close();
         self.fetched.close();
+        self.render.close();
         self.docs.close();
     }
 }
@@ -346,6 +359,8 @@ struct Pipeline {
     state: Arc<dyn State>,
     queues: MemoryHops,
     fetcher: Arc<Fetcher>,
+    /// The browser, when the crawl renders pages.
+    renderer: Option<Arc<trawl_renderer::Renderer>>,
     intake_stop: ShutdownTrigger,
     output_stop: ShutdownTrigger,
     intake: Workers,
@@ -512,7 +527,11 @@ impl Pipeline {
         // One in-memory gate for all extractors; a page whose extraction keeps failing is
         // written after 3 tries.
         let gate = gate.map(|g| g as _);
-        let cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
+        let mut cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
+        let renderer = start_renderer(opts, plan, &state, warc.as_ref(), &mut cfg)?;
+        if let Some(r) = &renderer {
+            trawl_renderer::spawn(&mut output, r, &cfg, &hops, &output_rx);
+        }
         trawl_extractor::spawn(&mut output, extractors, &cfg, &hops, &output_rx);
         let writer = WriterOutputs {
             index: index_tx,
@@ -541,6 +560,7 @@ impl Pipeline {
             state,
             queues,
             fetcher,
+            renderer,
             intake_stop,
             output_stop,
             intake,
@@ -631,6 +651,9 @@ impl Pipeline {
                 }
             }
         }
+        if let Some(r) = self.renderer.take() {
+            r.close().await;
+        }
         if let Err(e) = self.sink.lock().unwrap_or_else(|e| e.into_inner()).flush() {
             failure.get_or_insert(e.into());
         }
@@ -676,6 +699,52 @@ impl Pipeline {
         };
         (index, warc_files)
     }
+}
+
+/// The renderer, when the crawl's render mode wants one and a Chromium is found; without
+/// one, pages the rule picks keep their fetched version (`render.unavailable`).
+fn start_renderer(
+    opts: &CrawlOptions,
+    plan: &Plan,
+    state: &Arc<dyn State>,
+    warc: Option<&WarcWriterTask>,
+    cfg: &mut trawl_extractor::ExtractorConfig,
+) -> anyhow::Result<Option<Arc<trawl_renderer::Renderer>>> {
+    let Some(route) = cfg.render.as_mut() else {
+        return Ok(None);
+    };
+    let s = &plan.spec.settings;
+    let process = trawl_core::settings::ProcessSettings {
+        chromium: opts.chromium.clone(),
+        render_concurrency: opts.render_concurrency,
+        ..Default::default()
+    };
+    let Some(rc) = trawl_renderer::RendererConfig::from_settings(s, &process) else {
+        let hint = match &opts.chromium {
+            Some(p) => format!("{} is not a file", p.display()),
+            None => "install chromium-headless-shell or pass --chromium".into(),
+        };
+        tracing::warn!(
+            "no Chromium found ({hint}): pages that need JavaScript keep their fetched              version, counted as render.unavailable"
+        );
+        route.available = false;
+        return Ok(None);
+    };
+    tracing::info!(browser = %rc.chromium.display(), mode = %s.render, "rendering pages that need JavaScript");
+    let fetcher = Fetcher::new(
+        FetcherConfig::from_settings(&plan.spec.crawl, s),
+        state.clone(),
+        plan.spec.scope(),
+        s.normalizer(),
+        warc.map(|w| w.handle()),
+    )?;
+    Ok(Some(Arc::new(trawl_renderer::Renderer::new(
+        rc,
+        fetcher,
+        s,
+        plan.spec.scope(),
+        warc.map(|w| w.handle()),
+    ))))
 }
 
 /// Puts a resumed crawl's state back: the seen-set, the counters, the queued URLs (fetched

@@ -89,6 +89,13 @@ pub struct CrawlOptions {
     /// Requests in flight in total.
     #[arg(long)]
     pub concurrency: usize,
+    /// The Chromium that renders pages (`--render`); unset: `CHROME`, else
+    /// `chromium-headless-shell` or `chromium` on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
+    /// Pages rendered at once, each in a browser tab of its own.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
+    pub render_concurrency: usize,
     /// Output directory. A crawl keeps its state there (`crawl.db`); a directory holding
     /// anything else is refused.
     #[arg(long)]

@@ -48,6 +48,45 @@ pub struct FrontierStats {
     pub left_queued: usize,
 }
 
+/// Pages sent to the browser (`--render`), and how it went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RenderStats {
+    /// Pages the render rule picked, by its reason.
+    pub wanted: BTreeMap<String, i64>,
+    /// Pages whose browser DOM was extracted.
+    pub rendered: i64,
+    pub timeouts: i64,
+    pub failed: i64,
+    /// Picked while no browser was there: their fetched version was kept.
+    pub unavailable: i64,
+    /// Subrequests made through the fetcher, and those refused by why.
+    pub requests: i64,
+    pub blocked: BTreeMap<String, i64>,
+    pub browser_restarts: i64,
+    /// Milliseconds of rendering, summed over pages.
+    pub ms: i64,
+}
+
+impl RenderStats {
+    fn of(c: &Counters) -> Option<Self> {
+        let wanted = c.render_wanted();
+        if wanted.is_empty() {
+            return None;
+        }
+        Some(RenderStats {
+            wanted,
+            rendered: c.get(&Counter::RenderRendered),
+            timeouts: c.get(&Counter::RenderTimeouts),
+            failed: c.get(&Counter::RenderFailed),
+            unavailable: c.get(&Counter::RenderUnavailable),
+            requests: c.get(&Counter::RenderRequests),
+            blocked: c.render_blocked(),
+            browser_restarts: c.get(&Counter::RenderRestarts),
+            ms: c.get(&Counter::RenderMs),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CrawlReport {
     pub crawl: String,
@@ -87,6 +126,9 @@ pub struct CrawlReport {
     /// Webhook deliveries of the change events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook: Option<trawl_notifier::webhook::Deliveries>,
+    /// Present when the render rule sent pages to the browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<RenderStats>,
 }
 
 impl CrawlReport {
@@ -159,6 +201,7 @@ impl CrawlReport {
             index: None,
             changes: c.changes(),
             webhook: None,
+            render: RenderStats::of(c),
         }
     }
 }

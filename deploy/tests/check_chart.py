@@ -16,8 +16,8 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "trawl"
 K8S_VERSION = "1.30.0"
-STAGES = ["frontier", "fetcher", "extractor", "indexer", "notifier"]
-STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "indexer": "TRAWL_DOCS"}
+STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier"]
+STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "renderer": "TRAWL_RENDER", "indexer": "TRAWL_DOCS"}
 failures = []
 
 
@@ -98,6 +98,17 @@ def check_case(name, values, over):
             ref = env.get("TRAWL_WEBHOOK_SECRET", {}).get("valueFrom", {}).get("secretKeyRef", {})
             check(ref.get("name") == eff["webhook"]["existingSecret"] and ref.get("key") == eff["webhook"]["secretKey"],
                   f"{tag} notifier webhook secret not from {eff['webhook']['existingSecret']}")
+        if stage == "renderer":
+            r = eff["stages"]["renderer"]
+            want = r["image"] or None
+            check(c["image"] == want if want else c["image"].endswith("-renderer"),
+                  f"{tag} renderer image {c['image']} is not the image with Chromium")
+            check(env.get("TRAWL_RENDER_CONCURRENCY", {}).get("value") == str(r["concurrency"]),
+                  f"{tag} renderer tabs not its concurrency")
+            vols = {v["name"]: v for v in spec["volumes"]}
+            mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+            check(mounts.get("shm") == "/dev/shm" and vols.get("shm", {}).get("emptyDir", {}).get("medium") == "Memory",
+                  f"{tag} renderer without a memory-backed /dev/shm for Chromium")
         if stage == "indexer":
             gpu = eff["stages"]["indexer"]["gpu"]
             limits = c.get("resources", {}).get("limits", {})
@@ -128,7 +139,7 @@ def check_case(name, values, over):
         check(m["spec"]["endpoints"][0]["path"] == "/metrics", f"{tag} ServiceMonitor path")
     scaled = by_kind(docs, "ScaledObject")
     hpas = by_kind(docs, "HorizontalPodAutoscaler")
-    for stage in ["fetcher", "extractor", "indexer"]:
+    for stage in ["fetcher", "extractor", "renderer", "indexer"]:
         auto = eff["stages"][stage]["autoscaling"]["enabled"]
         so = scaled.get(f"trawl-{stage}")
         hpa = hpas.get(f"trawl-{stage}")

@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STAGES = ["frontier", "fetcher", "extractor", "indexer", "notifier"]
+STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier"]
 failures = []
 
 
@@ -59,6 +59,10 @@ def compose():
         for k in ["TRAWL_NATS_URL", "TRAWL_REDIS_URL", "TRAWL_METRICS_ADDR", "TRAWL_CRAWL"]:
             check(k in env, f"{s} lacks {k}")
         check(d["depends_on"]["nats"]["condition"] == "service_healthy", f"{s} does not wait for NATS")
+    rend = svc.get("renderer", {})
+    check(rend.get("build", {}).get("target") == "renderer" and rend.get("image") == "trawl:renderer",
+          "the renderer does not run the image with Chromium (target renderer)")
+    check(rend.get("shm_size"), "the renderer has the default 64 MiB /dev/shm Chromium runs short of")
     api = svc.get("api")
     if check(api is not None, "no api service (trawl serve)"):
         cmd = api["command"]
@@ -84,7 +88,7 @@ def compose():
     for p in dash["panels"]:
         for t in p["targets"]:
             for metric in re.findall(r"trawl_[a-z_]+", t["expr"]):
-                base = re.sub(r"_(frontier|fetcher|extractor|indexer|notifier)_ready$", "_{stage}_ready", metric)
+                base = re.sub(r"_(frontier|fetcher|extractor|renderer|indexer|notifier)_ready$", "_{stage}_ready", metric)
                 check(base in source or metric in source, f"dashboard metric {metric} is not exported")
             for event in re.findall(r'event=~"([^"]+)"', t["expr"]):
                 for e in event.split("|"):
@@ -127,6 +131,11 @@ def dockerfiles():
             check(p in packages, f"{f.name}: builds package {p}, which is not in the workspace")
         for b in re.findall(r"/usr/local/bin/(trawl[a-z-]*)", text):
             check(b in bins, f"{f.name}: runs {b}, which is no binary of the workspace")
+    main = (ROOT / "deploy/docker/Dockerfile").read_text()
+    for target in ["renderer", "prebuilt-renderer"]:
+        m = re.search(rf"^FROM \S+ AS {target}$(.*?)(?=^FROM |\Z)", main, re.M | re.S)
+        check(m and "chromium-headless-shell" in m.group(1) and "TRAWL_CHROMIUM" in m.group(1),
+              f"Dockerfile: stage {target} without Chromium")
     for b in [f"trawl-{s}" for s in STAGES] + ["trawl"]:
         check(b in bins, f"workspace has no {b} binary")
 

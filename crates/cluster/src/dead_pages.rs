@@ -25,9 +25,10 @@ use trawl_core::{CoreError, CoreResult, Doc, FetchFailure, MESSAGE_VERSION, Page
 use crate::jetstream::{QueueConfig, crawl_token, dead_letter_stream, dead_letter_subject_of};
 
 /// The hops whose messages are pages: what is dead-lettered on them is a page lost.
-pub const PAGE_HOPS: [(&str, &str); 3] = [
+pub const PAGE_HOPS: [(&str, &str); 4] = [
     ("fetch", "fetcher"),
     ("fetched", "extractor"),
+    ("render", "renderer"),
     ("docs", "indexer"),
 ];
 
@@ -140,7 +141,7 @@ impl DeadPages {
                 // A record that no longer reads: its URL is enough for its line.
                 let job = match hop {
                     "fetch" => &v,
-                    "fetched" => &v["job"],
+                    "fetched" | "render" => &v["job"],
                     _ => &v["page"],
                 };
                 let url = job["url"].as_str()?.to_string();

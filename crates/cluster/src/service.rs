@@ -69,6 +69,7 @@ pub async fn hops(
         fetch: hop!("fetch"),
         fetched: hop!("fetched"),
         docs: hop!("docs"),
+        render: hop!("render"),
         changed: hop!("changed"),
     })
 }

@@ -76,10 +76,29 @@ pub enum Counter {
     WebhookAttempts,
     /// Change events the notifier gave up on (moved to the dead-letter stream).
     WebhookDeadLettered,
+    /// Pages the render rule sent to the browser, by the rule's reason.
+    RenderWanted(String),
+    /// Pages whose browser DOM replaced the fetched body.
+    RenderRendered,
+    /// Renders cut at the page's time budget (the fetched version kept).
+    RenderTimeouts,
+    /// Renders that failed otherwise (a crashed or unreachable browser): fetched version kept.
+    RenderFailed,
+    /// Pages the rule wanted rendered while no browser was there (fetched version kept).
+    RenderUnavailable,
+    /// Subrequests of rendered pages made through the fetcher.
+    RenderRequests,
+    /// Subrequests refused, by why (`out_of_scope`, `robots`, `private_address`,
+    /// `resource_type`, `budget`, ...).
+    RenderBlocked(String),
+    /// Browser restarts (a crash, a hang, its memory or page budget).
+    RenderRestarts,
+    /// Milliseconds spent rendering, summed.
+    RenderMs,
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 30] = [
+const FIXED: [(Counter, &str); 37] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -110,19 +129,28 @@ const FIXED: [(Counter, &str); 30] = [
     (Counter::WebhookDelivered, "notifier.delivered"),
     (Counter::WebhookAttempts, "notifier.attempts"),
     (Counter::WebhookDeadLettered, "notifier.dead_lettered"),
+    (Counter::RenderRendered, "render.rendered"),
+    (Counter::RenderTimeouts, "render.timeouts"),
+    (Counter::RenderFailed, "render.failed"),
+    (Counter::RenderUnavailable, "render.unavailable"),
+    (Counter::RenderRequests, "render.requests"),
+    (Counter::RenderRestarts, "render.browser_restarts"),
+    (Counter::RenderMs, "render.ms"),
 ];
 
 /// Makes a labelled counter from its label.
 type Labelled = fn(String) -> Counter;
 
 /// The labelled families: key prefix and constructor.
-const LABELLED: [(&str, Labelled); 6] = [
+const LABELLED: [(&str, Labelled); 8] = [
     ("frontier.trap.", Counter::FrontierTrap),
     ("frontier.host_pages.", Counter::HostPages),
     ("frontier.query_variants.", Counter::QueryVariants),
     ("pages.status.", Counter::PagesByStatus),
     ("pages.error.", Counter::PagesByError),
     ("pages.change.", Counter::PagesByChange),
+    ("render.wanted.", Counter::RenderWanted),
+    ("render.blocked.", Counter::RenderBlocked),
 ];
 
 impl Counter {
@@ -136,6 +164,8 @@ impl Counter {
             Counter::PagesByStatus(l) => labelled(LABELLED[3].0, l),
             Counter::PagesByError(l) => labelled(LABELLED[4].0, l),
             Counter::PagesByChange(l) => labelled(LABELLED[5].0, l),
+            Counter::RenderWanted(l) => labelled(LABELLED[6].0, l),
+            Counter::RenderBlocked(l) => labelled(LABELLED[7].0, l),
             fixed => FIXED
                 .iter()
                 .find(|(c, _)| c == fixed)
@@ -200,6 +230,22 @@ impl Counters {
     pub fn changes(&self) -> BTreeMap<String, i64> {
         self.family(|c| match c {
             Counter::PagesByChange(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Pages the render rule picked, by reason.
+    pub fn render_wanted(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::RenderWanted(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Rendered pages' subrequests refused, by why.
+    pub fn render_blocked(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::RenderBlocked(l) => Some(l),
             _ => None,
         })
     }

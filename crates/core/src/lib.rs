@@ -18,6 +18,7 @@ pub mod mutate;
 pub mod pipeline;
 #[cfg(feature = "runtime")]
 pub mod queue;
+pub mod render;
 pub mod scope;
 pub mod settings;
 #[cfg(feature = "runtime")]

@@ -82,7 +82,7 @@ pub struct FetchFailure {
 }
 
 /// `trawl.fetched`: the outcome of one fetch job, failed or not.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Fetched {
     pub v: u16,
     pub crawl: String,
@@ -108,6 +108,10 @@ pub struct Fetched {
     /// payload digest, and its WARC record.
     #[serde(default, skip_serializing_if = "ResponseFacts::is_empty")]
     pub facts: ResponseFacts,
+    /// Sent to the browser (the render hop) or back from it: the extractor does not apply
+    /// the render rule again to a page that carries this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<crate::render::RenderInfo>,
 }
 
 /// The last response's validators (verbatim, for conditional requests), its payload digest
@@ -207,6 +211,10 @@ pub struct PageRecord {
     /// (`keep_html`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_html: Option<String>,
+    /// The page went to a browser: whether its DOM is what was extracted, how long it
+    /// took, its subrequests and the WARC record of the DOM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<crate::render::RenderInfo>,
 }
 
 pub(crate) fn is_zero(n: &u32) -> bool {
@@ -324,6 +332,7 @@ mod tests {
                 wire_bytes: 0,
                 error: None,
                 facts: ResponseFacts::default(),
+                render: None,
             };
             let json = serde_json::to_string(&f).unwrap();
             let back: Fetched = serde_json::from_str(&json).unwrap();

@@ -35,16 +35,21 @@ pub struct Hops {
     pub fetched: Arc<dyn Queue<Fetched>>,
     /// Page records: into the indexer.
     pub docs: Arc<dyn Queue<Doc>>,
+    /// Pages the render rule picked (`Fetched.render` set): into the renderer, which
+    /// publishes them back on `fetched` with the browser's DOM. Unconnected where no
+    /// renderer runs (`--render never`, or no browser).
+    pub render: Arc<dyn Queue<Fetched>>,
     /// A re-crawl's change events: into the notifier (the cluster's; the embedded runtime
     /// hands its events to the webhook task directly and leaves this hop unconnected).
     pub changed: Arc<dyn Queue<ChangeEvent>>,
 }
 
 /// The hop names and the stage that consumes each, in pipeline order.
-pub const HOPS: [(&str, &str); 5] = [
+pub const HOPS: [(&str, &str); 6] = [
     ("discovered", "frontier"),
     ("fetch", "fetcher"),
     ("fetched", "extractor"),
+    ("render", "renderer"),
     ("docs", "indexer"),
     ("changed", "notifier"),
 ];
@@ -59,10 +64,18 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
     match stage {
         "frontier" => &["discovered", "fetch"],
         "fetcher" => &["fetch", "fetched", "discovered"],
-        "extractor" => &["fetched", "docs", "discovered"],
+        "extractor" => &["fetched", "docs", "discovered", "render"],
+        "renderer" => &["render", "fetched"],
         "indexer" => &["docs", "changed"],
         "notifier" => &["changed"],
-        _ => &["discovered", "fetch", "fetched", "docs", "changed"],
+        _ => &[
+            "discovered",
+            "fetch",
+            "fetched",
+            "render",
+            "docs",
+            "changed",
+        ],
     }
 }
 

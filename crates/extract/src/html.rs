@@ -20,6 +20,8 @@ pub struct Document {
     /// `<meta name=robots content=nofollow>`: links were not collected.
     pub nofollow: bool,
     pub noindex: bool,
+    /// Signs of client-side rendering, for [`crate::render_reason`].
+    pub shell: crate::content::Shell,
 }
 
 /// Extracts title, main text, Markdown, metadata and links from a UTF-8 HTML document
@@ -38,6 +40,7 @@ pub fn extract_html(html: &str, url: &Url) -> Document {
         feeds: l.feeds,
         nofollow: l.nofollow,
         noindex: l.noindex,
+        shell: c.shell,
     }
 }
 

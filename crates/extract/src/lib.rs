@@ -9,12 +9,14 @@
 pub mod content;
 pub mod discovery;
 mod html;
+mod render_rule;
 pub mod tags;
 
 use url::Url;
 
 pub use discovery::{Listing, MAX_SITEMAP_BYTES, parse_feed, parse_sitemap};
 pub use html::{Document, extract_html};
+pub use render_rule::{RENDER_MAX_CHARS, render_reason};
 pub use tags::{BadSelector, check_selectors, filter_tags};
 
 /// Extracts one HTML page from its body as received (after content decoding): the charset

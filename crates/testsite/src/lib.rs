@@ -6,6 +6,7 @@
 //! start and end time so tests can check politeness from the server's side.
 
 mod changing;
+pub mod js;
 mod scenarios;
 
 use std::net::SocketAddr;

@@ -73,7 +73,8 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/trap/deep/{*rest}", get(deep))
         .route("/dup/{name}", get(dup))
         .route("/changing/{name}", get(crate::changing::changing))
-        .route("/scenarios", get(scenarios_index));
+        .route("/scenarios", get(scenarios_index))
+        .merge(crate::js::router());
     if !matches!(s.cfg.robots, Robots::FromDir) {
         r = r.route("/robots.txt", get(robots));
     }

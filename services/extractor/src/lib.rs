@@ -5,17 +5,23 @@
 mod fit;
 mod worker;
 
+use trawl_core::render::RenderMode;
 use trawl_core::{Discovered, DiscoveredUrl, Doc, Fetched, MESSAGE_VERSION, PageRecord, UrlKind};
 use trawl_extract::extract_html;
 use url::Url;
 
-pub use worker::{DedupStage, ExtractorConfig, run_worker, serve, spawn};
+pub use worker::{
+    DedupStage, ExtractorConfig, Handled, Outputs, RenderRoute, extract_and_publish, failed_record,
+    publish_outputs, run_worker, serve, spawn,
+};
 
 /// What one fetched response becomes.
 #[derive(Debug, Clone)]
 pub struct Processed {
     pub doc: Doc,
     pub discovered: Option<Discovered>,
+    /// The render rule's reason when it wants the page rendered (see [`process_with`]).
+    pub render_reason: Option<&'static str>,
 }
 
 /// URLs found on a page (or listing), as discovered URLs `depth` deep.
@@ -33,6 +39,16 @@ pub const MAX_LINKS_PER_PAGE: usize = 50_000;
 
 /// Extracts text and links; never fails: problems are recorded in the page's `error`.
 pub fn process(f: &Fetched) -> Processed {
+    process_with(f, None)
+}
+
+/// [`process`], and with `rule` (the render mode and rule (A)'s threshold), whether the
+/// page should be rendered: never a page already sent to the browser (`Fetched.render`),
+/// only a 2xx HTML page.
+pub fn process_with(
+    f: &Fetched,
+    rule: Option<(trawl_core::render::RenderMode, usize)>,
+) -> Processed {
     let mut page = PageRecord {
         url: f.job.url.clone(),
         final_url: f.final_url.clone(),
@@ -48,6 +64,8 @@ pub fn process(f: &Fetched) -> Processed {
         facts: f.facts.clone(),
         ..PageRecord::default()
     };
+    page.render = f.render.clone();
+    let mut render_reason = None;
     let mut urls: Vec<DiscoveredUrl> = Vec::new();
     let usable = (200..300).contains(&f.status)
         && f.error.as_ref().is_none_or(|e| e.kind == "body_too_large");
@@ -57,6 +75,16 @@ pub fn process(f: &Fetched) -> Processed {
                 let html = String::from_utf8_lossy(&f.body);
                 if let Ok(base) = Url::parse(&f.final_url) {
                     let e = extract_html(&html, &base);
+                    if f.render.is_none() && trawl_body::is_html(f.content_type.as_deref(), &f.body)
+                    {
+                        render_reason = match rule {
+                            Some((RenderMode::Always, _)) => Some("always"),
+                            Some((RenderMode::Auto, max)) => {
+                                trawl_extract::render_reason(&e.text, &e.shell, max)
+                            }
+                            _ => None,
+                        };
+                    }
                     page.title = e.title;
                     page.text = e.text;
                     page.markdown = e.markdown.filter(|m| !m.is_empty());
@@ -114,5 +142,6 @@ pub fn process(f: &Fetched) -> Processed {
             page,
         },
         discovered,
+        render_reason,
     }
 }

@@ -10,7 +10,9 @@ use trawl_core::settings::CrawlSettings;
 use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched};
 use trawl_dedup::{Fingerprint, Gate, GateVerdict, HostLines, fingerprint};
 
-use crate::{Processed, process};
+use trawl_core::render::{RenderInfo, RenderMode};
+
+use crate::{Processed, process, process_with};
 
 /// What the extractor does about repetition: the near-duplicate gate, and the per-host
 /// boilerplate lines dropped before fingerprinting. Either can be off.
@@ -35,6 +37,16 @@ fn poisoned(f: &Fetched) -> bool {
         .is_some_and(|m| f.body.windows(m.len()).any(|w| w == m.as_slice()))
 }
 
+/// Where pages go under the render rule: `mode` and rule (A)'s threshold from the crawl's
+/// settings; `available` false when this runtime has no renderer (no browser found), so a
+/// page the rule picks keeps its fetched version, marked `render.error = unavailable`.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderRoute {
+    pub mode: RenderMode,
+    pub max_chars: usize,
+    pub available: bool,
+}
+
 /// What the stage needs besides the hops: the dedup parts, and how often a page whose
 /// extraction panics is tried before its record is written with `extract_failed`.
 #[derive(Clone, Default)]
@@ -45,6 +57,8 @@ pub struct ExtractorConfig {
     pub max_message_bytes: Option<usize>,
     /// Keep each HTML page's markup in its record (`keep_html`).
     pub keep_html: bool,
+    /// The render rule; `None` with `--render never`.
+    pub render: Option<RenderRoute>,
 }
 
 impl ExtractorConfig {
@@ -66,6 +80,29 @@ impl ExtractorConfig {
             give_up_after,
             max_message_bytes: None,
             keep_html: s.keep_html,
+            render: (s.render != RenderMode::Never).then_some(RenderRoute {
+                mode: s.render,
+                max_chars: s.render_max_chars,
+                available: true,
+            }),
+        }
+    }
+}
+
+/// Where extracted pages go: records, links, and pages for the browser.
+#[derive(Clone)]
+pub struct Outputs {
+    pub docs: Arc<dyn Queue<Doc>>,
+    pub discovered: Arc<dyn Queue<Discovered>>,
+    pub render: Arc<dyn Queue<Fetched>>,
+}
+
+impl Outputs {
+    pub fn of(hops: &Hops) -> Self {
+        Outputs {
+            docs: hops.docs.clone(),
+            discovered: hops.discovered.clone(),
+            render: hops.render.clone(),
         }
     }
 }
@@ -75,8 +112,7 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
     workers.spawn_n(n, || {
         run_worker(
             hops.fetched.clone(),
-            hops.docs.clone(),
-            hops.discovered.clone(),
+            Outputs::of(hops),
             cfg.clone(),
             stop.clone(),
         )
@@ -85,6 +121,8 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
 
 /// The extractor as one stage of a cluster crawl: `concurrency` workers, the crawl's shared
 /// gate, retried until the queue's delivery limit dead-letters a page that keeps failing.
+/// Pages the render rule picks go to the render hop, where the renderer service takes
+/// them (`available` is for the embedded runtime, which knows whether it has a browser).
 pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResult {
     let mut cfg = ExtractorConfig::from_settings(&ctx.spec.settings, gate, None);
     cfg.max_message_bytes = ctx.max_message_bytes;
@@ -100,8 +138,17 @@ pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResul
     Ok(workers.join().await?)
 }
 
+/// How one page went through [`extract_and_publish`].
+pub enum Handled {
+    /// Its outputs are published (or it went to the render hop).
+    Done,
+    /// Its extraction panicked (or was cancelled): nothing was published.
+    Failed(&'static str),
+}
+
 /// Pulls fetched pages, extracts them, passes them through the dedup gate and publishes
-/// the records and the links found.
+/// the records and the links found; a page the render rule picks goes to the render hop
+/// instead, whole.
 ///
 /// A page whose extraction fails (the task panics) is put back with a growing delay and
 /// the worker goes on with the next one. With `give_up_after`, its record is written with
@@ -111,70 +158,113 @@ pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResul
 /// queue).
 pub async fn run_worker(
     fetched: Arc<dyn Queue<Fetched>>,
-    docs: Arc<dyn Queue<Doc>>,
-    discovered: Arc<dyn Queue<Discovered>>,
+    out: Outputs,
     cfg: ExtractorConfig,
     stop: impl Into<Shutdown>,
 ) -> Result<(), CoreError> {
-    let ExtractorConfig {
-        dedup,
-        give_up_after,
-        max_message_bytes,
-        keep_html,
-    } = cfg;
     let mut stop = stop.into();
     while let Some(batch) = stop
         .run_until(fetched.pull(8, Duration::from_millis(200)))
         .await
     {
         for d in batch? {
-            let msg = d.msg;
-            let boiler = dedup.boilerplate.clone();
-            let kept = msg.clone();
-            let task = tokio::task::spawn_blocking(move || {
-                extract_one(&msg, boiler.as_deref(), keep_html)
-            })
-            .await;
-            let (mut processed, fp) = match task {
-                Ok(p) => p,
-                Err(e) => {
-                    let why = if e.is_panic() {
-                        "panicked"
-                    } else {
-                        "was cancelled"
-                    };
-                    tracing::error!(url = %kept.job.url, attempt = d.attempt, "extraction {why}");
-                    if give_up_after.is_some_and(|n| d.attempt >= n) {
-                        docs.publish(failed_record(kept, why, d.attempt)).await?;
-                        fetched.ack(d.id).await?;
-                    } else {
-                        let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
-                        fetched.nak(d.id, delay).await?;
+            let url = d.msg.job.url.clone();
+            let kept = cfg.give_up_after.map(|_| d.msg.clone());
+            match extract_and_publish(d.msg, &cfg, &out, true).await? {
+                Handled::Done => fetched.ack(d.id).await?,
+                Handled::Failed(why) => {
+                    tracing::error!(%url, attempt = d.attempt, "extraction {why}");
+                    match (cfg.give_up_after, kept) {
+                        (Some(n), Some(kept)) if d.attempt >= n => {
+                            out.docs
+                                .publish(failed_record(kept, why, d.attempt))
+                                .await?;
+                            fetched.ack(d.id).await?;
+                        }
+                        _ => {
+                            let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
+                            fetched.nak(d.id, delay).await?;
+                        }
                     }
-                    continue;
-                }
-            };
-            if let (Some(gate), Some(fp)) = (&dedup.gate, fp) {
-                mark_duplicate(&**gate, fp, &mut processed.doc).await?;
-            }
-            // Links first, then the record, then the ack: a crash repeats, never loses.
-            if let Some(disc) = processed.discovered {
-                let parts = match max_message_bytes {
-                    Some(max) => crate::fit::split_discovered(disc, max),
-                    None => vec![disc],
-                };
-                for part in parts {
-                    discovered.publish(part).await?;
                 }
             }
-            if let Some(max) = max_message_bytes {
-                crate::fit::fit_doc(&mut processed.doc, max);
-            }
-            docs.publish(processed.doc).await?;
-            fetched.ack(d.id).await?;
         }
     }
     Ok(())
+}
+
+/// One page through extraction (on the blocking pool), the render rule when `route` is
+/// true, the dedup gate, and out: links first, then the record, so a crash repeats, never
+/// loses. The renderer calls it for the pages it rendered (`route` false: a page is never
+/// sent back to the browser).
+pub async fn extract_and_publish(
+    msg: Fetched,
+    cfg: &ExtractorConfig,
+    out: &Outputs,
+    route: bool,
+) -> Result<Handled, CoreError> {
+    let boiler = cfg.dedup.boilerplate.clone();
+    let keep_html = cfg.keep_html;
+    let rule = cfg.render.filter(|_| route).map(|r| (r.mode, r.max_chars));
+    let task = tokio::task::spawn_blocking(move || {
+        let r = extract_one(&msg, boiler.as_deref(), keep_html, rule);
+        (r, msg)
+    })
+    .await;
+    let ((mut processed, fp), msg) = match task {
+        Ok(p) => p,
+        Err(e) => {
+            return Ok(Handled::Failed(if e.is_panic() {
+                "panicked"
+            } else {
+                "was cancelled"
+            }));
+        }
+    };
+    if let Some(reason) = processed.render_reason {
+        let info = RenderInfo {
+            reason: reason.to_string(),
+            ..RenderInfo::default()
+        };
+        if cfg.render.is_some_and(|r| r.available) {
+            let mut msg = msg;
+            msg.render = Some(info);
+            out.render.publish(msg).await?;
+            return Ok(Handled::Done);
+        }
+        processed.doc.page.render = Some(RenderInfo {
+            error: Some("unavailable: no browser in this runtime".into()),
+            ..info
+        });
+    }
+    publish_outputs(processed, fp, cfg, out).await?;
+    Ok(Handled::Done)
+}
+
+/// A processed page through the dedup gate and onto the hops, sized to their message
+/// limit: its links first, then its record.
+pub async fn publish_outputs(
+    mut processed: Processed,
+    fp: Option<Fingerprint>,
+    cfg: &ExtractorConfig,
+    out: &Outputs,
+) -> Result<(), CoreError> {
+    if let (Some(gate), Some(fp)) = (&cfg.dedup.gate, fp) {
+        mark_duplicate(&**gate, fp, &mut processed.doc).await?;
+    }
+    if let Some(disc) = processed.discovered {
+        let parts = match cfg.max_message_bytes {
+            Some(max) => crate::fit::split_discovered(disc, max),
+            None => vec![disc],
+        };
+        for part in parts {
+            out.discovered.publish(part).await?;
+        }
+    }
+    if let Some(max) = cfg.max_message_bytes {
+        crate::fit::fit_doc(&mut processed.doc, max);
+    }
+    out.docs.publish(processed.doc).await
 }
 
 /// Extraction, the host's boilerplate lines out, and the fingerprint of what is left.
@@ -182,11 +272,16 @@ fn extract_one(
     msg: &Fetched,
     boiler: Option<&HostLines>,
     keep_html: bool,
+    rule: Option<(RenderMode, usize)>,
 ) -> (Processed, Option<Fingerprint>) {
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }
-    let mut p = process(msg);
+    let mut p = process_with(msg, rule);
+    if p.render_reason.is_some() {
+        // Going to the browser: its rendered version is the one fingerprinted.
+        return (p, None);
+    }
     if keep_html
         && msg.job.kind == trawl_core::UrlKind::Page
         && !msg.body.is_empty()
@@ -211,7 +306,7 @@ fn extract_one(
 }
 
 /// The record of a page that could not be extracted: its fetch facts, no text or links.
-fn failed_record(mut page: Fetched, why: &str, attempts: u32) -> Doc {
+pub fn failed_record(mut page: Fetched, why: &str, attempts: u32) -> Doc {
     page.body = Default::default();
     let mut p = process(&page);
     p.doc.page.error = Some(FetchFailure {

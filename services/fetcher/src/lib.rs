@@ -718,6 +718,7 @@ fn fetched_record(
         wire_bytes,
         error: None,
         facts: Default::default(),
+        render: None,
     }
 }
 

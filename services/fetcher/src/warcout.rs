@@ -93,12 +93,28 @@ pub struct Revisit {
     pub payload_digest: Option<String>,
 }
 
+/// A record derived from a response (WARC/1.1 section 6.8): the DOM a browser built from
+/// a page, as the renderer archives it.
+#[derive(Debug, Clone)]
+pub struct Conversion {
+    /// `<urn:uuid:...>`, chosen by the caller so the page can point at it.
+    pub record_id: String,
+    pub target_uri: String,
+    pub date: DateTime<Utc>,
+    /// The `WARC-Record-ID` of the response it was made from.
+    pub refers_to: Option<String>,
+    pub content_type: String,
+    pub block: Vec<u8>,
+}
+
+enum Entry {
+    Exchange(Exchange),
+    Conversion(Conversion),
+}
+
 enum Cmd {
-    /// An exchange to archive, and where to say whether it is on disk.
-    Write(
-        Box<Exchange>,
-        tokio::sync::oneshot::Sender<Result<(), String>>,
-    ),
+    /// A record to archive, and where to say whether it is on disk.
+    Write(Box<Entry>, tokio::sync::oneshot::Sender<Result<(), String>>),
     Close,
 }
 
@@ -123,9 +139,18 @@ impl WarcHandle {
     /// Archives the exchange; returns once it is written and flushed (a page points at
     /// its record only when the record is there).
     pub async fn write(&self, ex: Exchange) -> Result<(), WarcError> {
+        self.send(Entry::Exchange(ex)).await
+    }
+
+    /// Archives a conversion record; returns once it is written and flushed.
+    pub async fn write_conversion(&self, c: Conversion) -> Result<(), WarcError> {
+        self.send(Entry::Conversion(c)).await
+    }
+
+    async fn send(&self, entry: Entry) -> Result<(), WarcError> {
         let (done, written) = tokio::sync::oneshot::channel();
         self.tx
-            .send(Cmd::Write(Box::new(ex), done))
+            .send(Cmd::Write(Box::new(entry), done))
             .await
             .map_err(|_| WarcError::Stopped)?;
         match written.await {
@@ -171,8 +196,8 @@ impl WarcWriterTask {
                 let result = (|| {
                     while let Some(cmd) = rx.blocking_recv() {
                         match cmd {
-                            Cmd::Write(ex, done) => {
-                                let r = out.write_exchange(&ex);
+                            Cmd::Write(entry, done) => {
+                                let r = out.write_entry(&entry);
                                 let _ =
                                     done.send(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
                                 r?
@@ -244,7 +269,7 @@ impl RotatingFile {
         Ok(())
     }
 
-    fn write_exchange(&mut self, ex: &Exchange) -> Result<(), WarcError> {
+    fn write_entry(&mut self, entry: &Entry) -> Result<(), WarcError> {
         if self
             .current
             .as_ref()
@@ -255,12 +280,17 @@ impl RotatingFile {
             }
             self.open()?;
         }
-        let (response, request) = records(ex)?;
         let Some((w, size)) = self.current.as_mut() else {
             return Err(WarcError::Record("no open WARC file".into()));
         };
-        *size += write_member(w, &request)?;
-        *size += write_member(w, &response)?;
+        match entry {
+            Entry::Exchange(ex) => {
+                let (response, request) = records(ex)?;
+                *size += write_member(w, &request)?;
+                *size += write_member(w, &response)?;
+            }
+            Entry::Conversion(c) => *size += write_member(w, &conversion(c)?)?,
+        }
         // Whole exchanges reach the file as they are written: a killed crawl leaves at
         // most the last one torn, which `repair` cuts off.
         w.flush()?;
@@ -367,6 +397,20 @@ fn records(ex: &Exchange) -> Result<(Record<BufferedBody>, Record<BufferedBody>)
         set(&mut req, WarcHeader::IPAddress, &ip.to_string())?;
     }
     Ok((resp, req))
+}
+
+fn conversion(c: &Conversion) -> Result<Record<BufferedBody>, WarcError> {
+    let digest = sha1_b32(&c.block);
+    let mut rec = base_record(RecordType::Conversion, c.block.clone(), c.date);
+    rec.set_warc_id(c.record_id.clone());
+    set(&mut rec, WarcHeader::TargetURI, &c.target_uri)?;
+    set(&mut rec, WarcHeader::ContentType, &c.content_type)?;
+    set(&mut rec, WarcHeader::BlockDigest, &digest)?;
+    set(&mut rec, WarcHeader::PayloadDigest, &digest)?;
+    if let Some(r) = &c.refers_to {
+        set(&mut rec, WarcHeader::RefersTo, r)?;
+    }
+    Ok(rec)
 }
 
 /// Writes one record as its own gzip member; returns the compressed size.
@@ -513,7 +557,7 @@ mod tests {
         };
         let mut f = RotatingFile::new(cfg.clone());
         for i in 0..3 {
-            f.write_exchange(&exchange(i)).unwrap();
+            f.write_entry(&Entry::Exchange(exchange(i))).unwrap();
         }
         let files = f.finish().unwrap();
         let whole = std::fs::read(&files[0]).unwrap();
@@ -529,7 +573,7 @@ mod tests {
         assert_eq!(std::fs::read(&files[0]).unwrap(), whole);
         // The next run writes a file of its own next to it.
         let mut again = RotatingFile::new(cfg);
-        again.write_exchange(&exchange(10)).unwrap();
+        again.write_entry(&Entry::Exchange(exchange(10))).unwrap();
         let second = again.finish().unwrap();
         assert_ne!(second, files);
         assert_eq!(std::fs::read(&files[0]).unwrap(), whole);

@@ -225,6 +225,55 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
     }
     let bytes = page.wire_bytes as i64;
     state.count(&Counter::WireBytes, bytes).await?;
+    if let Some(r) = &page.render {
+        count_render(state, r).await?;
+    }
+    Ok(())
+}
+
+/// A page the render rule picked: why, how its render went, its subrequests.
+async fn count_render(
+    state: &dyn State,
+    r: &trawl_core::render::RenderInfo,
+) -> Result<(), CoreError> {
+    state
+        .count(&Counter::RenderWanted(r.reason.clone()), 1)
+        .await?;
+    // A page cut at its deadline whose DOM was read is both rendered and a timeout.
+    let error = r.error.as_deref();
+    let outcomes = [
+        (r.rendered, Counter::RenderRendered),
+        (
+            error.is_some_and(|e| e.starts_with("timeout")),
+            Counter::RenderTimeouts,
+        ),
+        (
+            error.is_some_and(|e| e.starts_with("unavailable")),
+            Counter::RenderUnavailable,
+        ),
+        (
+            !r.rendered
+                && error
+                    .is_some_and(|e| !e.starts_with("unavailable") && !e.starts_with("timeout")),
+            Counter::RenderFailed,
+        ),
+    ];
+    for (yes, c) in outcomes {
+        if yes {
+            state.count(&c, 1).await?;
+        }
+    }
+    if r.requests > 0 {
+        state
+            .count(&Counter::RenderRequests, i64::from(r.requests))
+            .await?;
+    }
+    for (why, n) in &r.blocked {
+        state
+            .count(&Counter::RenderBlocked(why.clone()), i64::from(*n))
+            .await?;
+    }
+    state.count(&Counter::RenderMs, r.ms as i64).await?;
     Ok(())
 }
 

@@ -175,6 +175,34 @@ pub struct CrawlSettings {
     /// readers that extract it their own way (`trawl serve` does for its `html` formats).
     #[cfg_attr(feature = "cli", arg(long))]
     pub keep_html: bool,
+    /// Which pages a browser renders: `auto`, those that extract to (almost) nothing and
+    /// carry signs of client-side rendering (the rule: `trawl_extract::render_reason`);
+    /// `never`; `always`, every HTML page. Needs Chromium (`--chromium`); without one,
+    /// `auto` keeps the fetched version and counts `render.unavailable`.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MODE"))]
+    pub render: crate::render::RenderMode,
+    /// Rule (A) of `auto`: a page is a candidate when its main content has fewer visible
+    /// characters than this.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "CHARS"))]
+    pub render_max_chars: usize,
+    /// Seconds a render may take, navigation to DOM read; past it the fetched version is
+    /// kept (`render.timeouts`).
+    #[cfg_attr(feature = "cli", arg(long = "render-timeout", value_name = "S"))]
+    pub render_timeout_s: u64,
+    /// A page is settled when none of its requests has been in flight for this long (and
+    /// its load event has fired).
+    #[cfg_attr(feature = "cli", arg(long = "render-idle", value_name = "MS"))]
+    pub render_idle_ms: u64,
+    /// Settled when this CSS selector matches instead of at network idle.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "CSS"))]
+    pub render_wait_for: Option<String>,
+    /// Subrequests one page may make (scripts, XHR/fetch, frames); the rest are refused.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub render_max_requests: u32,
+    /// Let rendered pages load scripts and data from hosts outside the crawl's scope
+    /// (CDNs, API hosts); robots.txt and the address policy still apply.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub render_offsite: bool,
 }
 
 impl Default for CrawlSettings {
@@ -216,6 +244,13 @@ impl Default for CrawlSettings {
             paths_match_url: false,
             path_prefix: None,
             keep_html: false,
+            render: crate::render::RenderMode::Auto,
+            render_max_chars: 200,
+            render_timeout_s: 15,
+            render_idle_ms: 500,
+            render_wait_for: None,
+            render_max_requests: 64,
+            render_offsite: false,
         }
     }
 }
@@ -456,6 +491,11 @@ pub struct ProcessSettings {
     pub metrics_addr: String,
     /// The replica's name in its output file names; unset: `HOSTNAME`, else the stage.
     pub instance: Option<String>,
+    /// The Chromium the renderer drives; unset: `CHROME`, else `chromium-headless-shell`,
+    /// `chromium` or `google-chrome` on `PATH`.
+    pub chromium: Option<PathBuf>,
+    /// Pages rendered at once by this process (each a browser tab of its own).
+    pub render_concurrency: usize,
 }
 
 impl Default for ProcessSettings {
@@ -469,6 +509,8 @@ impl Default for ProcessSettings {
             embed: true,
             metrics_addr: "0.0.0.0:9100".into(),
             instance: None,
+            chromium: None,
+            render_concurrency: 2,
         }
     }
 }
@@ -506,6 +548,11 @@ impl Settings {
 
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.crawl.validate()?;
+        if self.process.render_concurrency == 0 {
+            return Err(SettingsError::Invalid(
+                "render_concurrency must be at least 1".into(),
+            ));
+        }
         if self.process.concurrency == 0 {
             return Err(SettingsError::Invalid(
                 "concurrency must be at least 1".into(),

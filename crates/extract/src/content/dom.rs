@@ -26,6 +26,19 @@ pub struct Dom {
     pub nodes: Vec<Node>,
     pub text: String,
     pub attrs: Vec<(Box<str>, Box<str>)>,
+    /// Elements carrying a framework's mark (`data-reactroot`, `ng-version`,
+    /// `data-v-app`, ...): where a browser-rendered application mounts.
+    pub framework_roots: Vec<u32>,
+    /// A `<noscript>` asks for JavaScript (see [`super::shell::open_noscripts`]).
+    pub js_notice: bool,
+}
+
+/// Attributes frameworks put on the element they render into.
+fn framework_mark(name: &str) -> bool {
+    matches!(
+        name,
+        "data-reactroot" | "ng-version" | "ng-app" | "data-v-app" | "data-sveltekit-hydrate"
+    )
 }
 
 /// Attributes kept from the parse; everything else is dropped. Interned names compare as
@@ -66,6 +79,8 @@ impl Dom {
             nodes: Vec::with_capacity(html.len() / 40),
             text: String::with_capacity(html.len() / 3),
             attrs: Vec::new(),
+            framework_roots: Vec::new(),
+            js_notice: false,
         };
         dom.nodes.push(Node {
             tag: Tag::Root,
@@ -105,6 +120,8 @@ impl Dom {
                 }
             }
         }
+        // What crawlers are served inside <noscript> is the page's content.
+        dom.js_notice = super::shell::open_noscripts(&mut dom);
         dom
     }
 
@@ -130,6 +147,9 @@ impl Dom {
                 let mut hint = String::new();
                 for a in &el.attrs {
                     if !kept(&a.name.local) {
+                        if framework_mark(&a.name.local) {
+                            self.framework_roots.push(idx);
+                        }
                         continue;
                     }
                     let name: &str = &a.name.local;

@@ -12,11 +12,13 @@ mod meta;
 mod nesting;
 mod render;
 mod score;
+pub mod shell;
 mod tags;
 
 pub use links::Links;
 pub use render::Mode;
 use serde::Serialize;
+pub use shell::Shell;
 pub use trawl_core::PageMeta;
 use url::Url;
 
@@ -47,6 +49,8 @@ pub struct Content {
     /// What was kept, as HTML (elements with their content attributes: links, images,
     /// table spans), when [`Options::html`] asked for it.
     pub html: Option<String>,
+    /// Signs of client-side rendering (for the render rule, `crate::shell`).
+    pub shell: Shell,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -187,7 +191,9 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     if let (Some(u), Some(c)) = (url, page.canonical.as_deref()) {
         page.canonical = u.join(c).ok().map(|c| c.to_string());
     }
+    let shell = shell::signals(&d, d.js_notice);
     Content {
+        shell,
         title: meta.title,
         text,
         markdown,

@@ -143,7 +143,8 @@ fn close_to(stack: &mut Vec<&[u8]>, tag: &[u8], scoped: bool, matches: impl Fn(&
     }
 }
 
-/// Elements whose content is raw text: a `<div` inside a script is not a tag.
+/// Elements whose content is raw text: a `<div` inside a script is not a tag. Not
+/// `<noscript>`: the parser runs with scripting off, so its content is markup and nests.
 fn raw_text(name: &[u8]) -> bool {
     [
         &b"script"[..],
@@ -151,7 +152,6 @@ fn raw_text(name: &[u8]) -> bool {
         b"textarea",
         b"title",
         b"xmp",
-        b"noscript",
         b"iframe",
         b"noembed",
         b"noframes",

@@ -1,0 +1,332 @@
+//! One page in the browser: a fresh incognito context and tab, every request intercepted
+//! (the page's own document answered from the body already fetched, nothing fetched
+//! twice), a wait until the page settles or its deadline, the DOM read back.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry,
+    RequestPattern, RequestStage,
+};
+use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
+use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
+use futures_util::StreamExt;
+use trawl_core::Fetched;
+
+use crate::RenderError;
+use crate::browser::Live;
+use crate::subrequest::{Answer, Subrequests, count, wanted};
+
+/// The DOM kept, at most: what extraction reads.
+pub const MAX_DOM_BYTES: usize = 8 << 20;
+
+/// How a page's render is bounded.
+#[derive(Debug, Clone)]
+pub struct PageLimits {
+    /// Navigation to DOM read.
+    pub timeout: Duration,
+    /// Settled: the load event fired and no request has been in flight for this long.
+    pub idle: Duration,
+    /// Settled when this selector matches instead.
+    pub wait_for: Option<String>,
+    /// Subrequests answered; later ones are refused (`budget`).
+    pub max_requests: u32,
+}
+
+/// What a render produced.
+pub(crate) struct Rendered {
+    /// The DOM as HTML, when it could be read.
+    pub(crate) dom: Option<String>,
+    pub(crate) requests: u32,
+    pub(crate) blocked: BTreeMap<String, u32>,
+    /// Not settled by the deadline.
+    pub(crate) timed_out: bool,
+    pub(crate) elapsed: Duration,
+}
+
+/// The page's request bookkeeping, shared with its interceptor task.
+#[derive(Default)]
+struct Traffic {
+    in_flight: AtomicU32,
+    /// Milliseconds since the render's start of the last request start or end.
+    last_change_ms: AtomicU64,
+    requests: AtomicU32,
+    blocked: std::sync::Mutex<BTreeMap<String, u32>>,
+}
+
+impl Traffic {
+    fn touch(&self, start: Instant) {
+        self.last_change_ms
+            .store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+    fn block(&self, why: &str) {
+        count(
+            &mut self.blocked.lock().unwrap_or_else(|e| e.into_inner()),
+            why,
+        );
+    }
+}
+
+/// Renders `page` (its body is the document) in `live`'s browser.
+pub(crate) async fn render(
+    live: &Live,
+    page: &Fetched,
+    subs: &Arc<Subrequests>,
+    limits: &PageLimits,
+) -> Result<Rendered, RenderError> {
+    let start = Instant::now();
+    let browser = &live.browser;
+    let ctx = within(
+        live,
+        browser.create_browser_context(CreateBrowserContextParams::default()),
+    )
+    .await?
+    .map_err(RenderError::cdp)?;
+    let target = CreateTargetParams::builder()
+        .url("about:blank")
+        .browser_context_id(ctx.clone())
+        .build()
+        .map_err(RenderError::Browser)?;
+    let tab = match within(live, browser.new_page(target)).await {
+        Ok(Ok(t)) => t,
+        other => {
+            let _ = within(live, browser.dispose_browser_context(ctx)).await;
+            return Err(match other {
+                Ok(Err(e)) => RenderError::cdp(e),
+                Err(e) => e,
+                Ok(Ok(_)) => RenderError::Hung,
+            });
+        }
+    };
+    let result = drive(live, &tab, page, subs, limits, start).await;
+    // The tab and its context go whatever happened; a browser that does not answer is
+    // marked hung and restarted before the next page.
+    let _ = within(live, tab.close()).await;
+    let _ = within(live, browser.dispose_browser_context(ctx)).await;
+    result
+}
+
+/// A DevTools call under the browser's command timeout; a timeout marks the browser hung.
+async fn within<T>(live: &Live, f: impl std::future::Future<Output = T>) -> Result<T, RenderError> {
+    match tokio::time::timeout(live.command_timeout, f).await {
+        Ok(v) => Ok(v),
+        Err(_) => {
+            live.hung.store(true, Ordering::Relaxed);
+            Err(RenderError::Hung)
+        }
+    }
+}
+
+/// Interception on, navigation, the wait, the DOM.
+async fn drive(
+    live: &Live,
+    tab: &Page,
+    page: &Fetched,
+    subs: &Arc<Subrequests>,
+    limits: &PageLimits,
+    start: Instant,
+) -> Result<Rendered, RenderError> {
+    let traffic = Arc::new(Traffic::default());
+    let mut paused = within(live, tab.event_listener::<EventRequestPaused>())
+        .await?
+        .map_err(RenderError::cdp)?;
+    let pattern = RequestPattern::builder()
+        .url_pattern("*")
+        .request_stage(RequestStage::Request)
+        .build();
+    within(
+        live,
+        tab.execute(EnableParams::builder().pattern(pattern).build()),
+    )
+    .await?
+    .map_err(RenderError::cdp)?;
+    let interceptor = {
+        let tab = tab.clone();
+        let traffic = traffic.clone();
+        let subs = subs.clone();
+        let doc = page.clone();
+        let max = limits.max_requests;
+        tokio::spawn(async move {
+            let mut document_served = false;
+            while let Some(ev) = paused.next().await {
+                traffic.in_flight.fetch_add(1, Ordering::Relaxed);
+                traffic.touch(start);
+                // The first document request is the page itself: answered from its body.
+                let own = !document_served && ev.resource_type == ResourceType::Document;
+                document_served |= own;
+                let refused = if own {
+                    None
+                } else if !wanted(&ev.resource_type) {
+                    Some("resource_type")
+                } else if traffic.requests.fetch_add(1, Ordering::Relaxed) >= max {
+                    traffic.requests.fetch_sub(1, Ordering::Relaxed);
+                    Some("budget")
+                } else {
+                    None
+                };
+                let (tab, traffic, subs, doc) =
+                    (tab.clone(), traffic.clone(), subs.clone(), doc.clone());
+                tokio::spawn(async move {
+                    let answer = match refused {
+                        Some(why) => Answer::Block(why),
+                        None if own => Answer::Respond {
+                            status: doc.status,
+                            content_type: Some("text/html; charset=utf-8".into()),
+                            body: doc.body,
+                        },
+                        None => {
+                            subs.answer(
+                                &doc.crawl,
+                                doc.job.depth,
+                                &ev.request.method,
+                                &ev.request.url,
+                            )
+                            .await
+                        }
+                    };
+                    if matches!(answer, Answer::Block(_)) && refused.is_none() && !own {
+                        // Refused by the checks: it never went out.
+                        traffic.requests.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    respond(&tab, &ev, answer, &traffic).await;
+                    traffic.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    traffic.touch(start);
+                });
+            }
+        })
+    };
+    let nav = NavigateParams::new(page.final_url.clone());
+    let settled = async {
+        within(live, tab.execute(nav))
+            .await?
+            .map_err(RenderError::cdp)?;
+        wait_settled(tab, &traffic, limits, start).await
+    };
+    let timed_out = match tokio::time::timeout(limits.timeout, settled).await {
+        Ok(r) => {
+            r?;
+            false
+        }
+        Err(_) => true,
+    };
+    let dom = match within(live, tab.content()).await {
+        Ok(Ok(html)) => Some(cut(html)),
+        Ok(Err(e)) => {
+            tracing::debug!(url = %page.final_url, error = %e, "DOM not read");
+            None
+        }
+        Err(RenderError::Hung) if timed_out => None,
+        Err(e) => return Err(e),
+    };
+    interceptor.abort();
+    let blocked = traffic
+        .blocked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    Ok(Rendered {
+        dom,
+        requests: traffic.requests.load(Ordering::Relaxed),
+        blocked,
+        timed_out,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Answers one paused request in the tab.
+async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &Traffic) {
+    let sent = match answer {
+        Answer::Block(why) => {
+            traffic.block(why);
+            tracing::debug!(url = %ev.request.url, why, "subrequest refused");
+            tab.execute(FailRequestParams::new(
+                ev.request_id.clone(),
+                ErrorReason::BlockedByClient,
+            ))
+            .await
+            .map(|_| ())
+        }
+        Answer::Respond {
+            status,
+            content_type,
+            body,
+        } => {
+            let mut headers = Vec::new();
+            if let Some(ct) = content_type {
+                headers.push(HeaderEntry::new("Content-Type", ct));
+            }
+            let mut f =
+                FulfillRequestParams::new(ev.request_id.clone(), i64::from(status.max(100)));
+            f.response_headers = Some(headers);
+            f.body = Some(
+                base64::engine::general_purpose::STANDARD
+                    .encode(body)
+                    .into(),
+            );
+            tab.execute(f).await.map(|_| ())
+        }
+    };
+    if let Err(e) = sent {
+        // The tab may be closing: its requests no longer matter.
+        tracing::debug!(url = %ev.request.url, error = %e, "request not answered");
+    }
+}
+
+/// Polls until the page is settled: the selector matches, or the document is loaded and
+/// no request has started or ended for `idle`.
+async fn wait_settled(
+    tab: &Page,
+    traffic: &Traffic,
+    limits: &PageLimits,
+    start: Instant,
+) -> Result<(), RenderError> {
+    let probe = match &limits.wait_for {
+        Some(sel) => format!(
+            "(() => {{ try {{ return !!document.querySelector({}); }} catch (e) {{ return false; }} }})()",
+            serde_json::to_string(sel).unwrap_or_else(|_| "''".into())
+        ),
+        None => "document.readyState === 'complete'".to_string(),
+    };
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let ready = tab
+            .evaluate(probe.as_str())
+            .await
+            .ok()
+            .and_then(|r| r.into_value::<bool>().ok())
+            .unwrap_or(false);
+        if !ready {
+            continue;
+        }
+        if limits.wait_for.is_some() {
+            return Ok(());
+        }
+        let quiet_ms = (start.elapsed().as_millis() as u64)
+            .saturating_sub(traffic.last_change_ms.load(Ordering::Relaxed));
+        if traffic.in_flight.load(Ordering::Relaxed) == 0
+            && quiet_ms >= limits.idle.as_millis() as u64
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// The DOM cut to what extraction reads, on a character boundary.
+fn cut(mut html: String) -> String {
+    if html.len() > MAX_DOM_BYTES {
+        let mut end = MAX_DOM_BYTES;
+        while !html.is_char_boundary(end) {
+            end -= 1;
+        }
+        html.truncate(end);
+    }
+    html
+}
