@@ -296,3 +296,104 @@ async fn a_crashed_or_hung_browser_is_replaced() {
         .status();
     r.close().await;
 }
+
+/// The cluster: the extractor service sends the page to the `render` stream, where the
+/// renderer service renders it and writes it through the docs stream, its links followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_renderer_service_renders_what_the_extractors_send_it() {
+    use support::services::{NAMES, Services, free_port, service_bins, spawn, submit_wait};
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    if chromium().is_none() {
+        return;
+    }
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (crawl, prefix) = (format!("r{}", &tag[..10]), format!("r{}", &tag[..10]));
+    let out = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = vec![
+        ("TRAWL_CRAWL", crawl.clone()),
+        ("TRAWL_QUEUE_PREFIX", prefix.clone()),
+        ("TRAWL_OUT", out.path().display().to_string()),
+        ("TRAWL_CONCURRENCY", "2".into()),
+    ];
+    let mut services = Services(Vec::new());
+    // Frontier, fetcher, extractor, indexer, renderer.
+    for stage in [1, 2, 3, 4, 6] {
+        services
+            .0
+            .push((NAMES[stage].into(), spawn(&paths[stage], &env, free_port())));
+    }
+    let report = submit_wait(
+        &paths[0],
+        &[
+            &site.url("/js/shell"),
+            &site.url("/js/ssr"),
+            "--allow-private",
+            "--delay",
+            "0",
+            "--scope",
+            "prefix",
+        ],
+        &[("TRAWL_CRAWL", &crawl), ("TRAWL_QUEUE_PREFIX", &prefix)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    assert_eq!(report["dead_letters"], 0, "{report}");
+    let mut all = Vec::new();
+    for f in std::fs::read_dir(out.path()).unwrap() {
+        let f = f.unwrap().path();
+        if f.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("pages-")
+        {
+            for line in std::fs::read_to_string(&f).unwrap().lines() {
+                all.push(serde_json::from_str::<Value>(line).unwrap());
+            }
+        }
+    }
+    let shell = page(&all, "/js/shell");
+    assert_eq!(shell["render"]["rendered"], true, "{shell}");
+    assert!(shell["text"].as_str().unwrap().contains(JS_SENTENCE));
+    assert!(page(&all, "/js/ssr").get("render").is_none());
+    assert_eq!(page(&all, "/js/child")["status"], 200);
+    // The renderer's WARC series holds the DOM, referring to the fetcher's response.
+    let conversions: Vec<String> = std::fs::read_dir(out.path().join("warc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("trawl-render-")
+        })
+        .flat_map(|p| {
+            WarcReader::from_path_gzip(&p)
+                .unwrap()
+                .iter_records()
+                .map(|r| r.unwrap())
+                .filter(|r| r.warc_type() == &RecordType::Conversion)
+                .map(|r| r.header(WarcHeader::RefersTo).unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        conversions,
+        vec![
+            shell["response"]["warc"]["record_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        ]
+    );
+    drop(services);
+    support::cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
+}

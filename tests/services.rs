@@ -25,13 +25,14 @@ impl Drop for Services {
 }
 
 /// The binaries the cluster tests run.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 7] = [
     "trawl",
     "trawl-frontier",
     "trawl-fetcher",
     "trawl-extractor",
     "trawl-indexer",
     "trawl-notifier",
+    "trawl-renderer",
 ];
 
 /// The binaries, in the order of [`NAMES`]; `None` (with a message) when the servers or

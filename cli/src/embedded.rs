@@ -725,9 +725,10 @@ fn start_renderer(
             None => "install chromium-headless-shell or pass --chromium".into(),
         };
         tracing::warn!(
-            "no Chromium found ({hint}): pages that need JavaScript keep their fetched              version, counted as render.unavailable"
+            "no Chromium found ({hint}): pages that need JavaScript keep their fetched \
+             version, counted as render.unavailable"
         );
-        route.available = false;
+        route.available.set(false);
         return Ok(None);
     };
     tracing::info!(browser = %rc.chromium.display(), mode = %s.render, "rendering pages that need JavaScript");

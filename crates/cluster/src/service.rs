@@ -144,6 +144,46 @@ impl Backends {
         Ok(Some(Arc::new(gate)))
     }
 
+    /// Whether a replica of `stage` runs for the crawl, asked of Redis when called: a
+    /// yes is kept 5 s, a no 1 s (a replica starting is seen soon), an unanswered
+    /// question keeps the last answer.
+    pub fn stage_probe(
+        &self,
+        spec: &CrawlSpec,
+        stage: &'static str,
+    ) -> Arc<
+        dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
+    > {
+        let url = self.settings.cluster.redis_url.clone();
+        let crawl = spec.crawl.clone();
+        let last: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>> = Arc::default();
+        Arc::new(move || {
+            let (url, crawl, last) = (url.clone(), crawl.clone(), last.clone());
+            Box::pin(async move {
+                let mut last = last.lock().await;
+                if let Some((at, live)) = *last {
+                    let keep = if live { 5 } else { 1 };
+                    if at.elapsed() < Duration::from_secs(keep) {
+                        return live;
+                    }
+                }
+                match crate::spec_watch::stage_live(&url, &crawl, stage).await {
+                    Ok(live) => {
+                        if last.is_none_or(|(_, was)| was != live) {
+                            tracing::info!(stage, live, "replicas of the stage running");
+                        }
+                        *last = Some((std::time::Instant::now(), live));
+                        live
+                    }
+                    Err(e) => {
+                        tracing::warn!(stage, error = %e, "stage replicas not checked");
+                        last.is_some_and(|(_, live)| live)
+                    }
+                }
+            })
+        })
+    }
+
     pub fn backlog(&self) -> Arc<dyn Backlog> {
         Arc::new(StreamBacklog {
             client: self.client.clone(),

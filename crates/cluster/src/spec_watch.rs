@@ -151,6 +151,19 @@ async fn marks(conn: &mut ConnectionManager, crawl: &str) -> Result<Vec<(String,
     Ok(out)
 }
 
+/// Whether a live replica of `stage` works on `crawl` (it marked its spec in the last
+/// 30 s).
+pub async fn stage_live(redis_url: &str, crawl: &str, stage: &str) -> Result<bool, String> {
+    let mut conn = crate::redis_conn::connect(redis_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let want = format!("{stage}:");
+    Ok(marks(&mut conn, crawl)
+        .await?
+        .iter()
+        .any(|(name, _)| name.starts_with(&want)))
+}
+
 /// Waits until no live replica of `crawl` marks a spec other than `spec` (a replica that
 /// starts later reads the stored spec itself); an error names the replicas still on
 /// another one after `timeout`.

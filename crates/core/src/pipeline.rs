@@ -36,8 +36,8 @@ pub struct Hops {
     /// Page records: into the indexer.
     pub docs: Arc<dyn Queue<Doc>>,
     /// Pages the render rule picked (`Fetched.render` set): into the renderer, which
-    /// publishes them back on `fetched` with the browser's DOM. Unconnected where no
-    /// renderer runs (`--render never`, or no browser).
+    /// extracts the browser's DOM itself and publishes to `docs` and `discovered`.
+    /// Unconnected where no renderer runs (`--render never`, or no browser).
     pub render: Arc<dyn Queue<Fetched>>,
     /// A re-crawl's change events: into the notifier (the cluster's; the embedded runtime
     /// hands its events to the webhook task directly and leaves this hop unconnected).
@@ -65,7 +65,7 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
         "frontier" => &["discovered", "fetch"],
         "fetcher" => &["fetch", "fetched", "discovered"],
         "extractor" => &["fetched", "docs", "discovered", "render"],
-        "renderer" => &["render", "fetched"],
+        "renderer" => &["render", "docs", "discovered"],
         "indexer" => &["docs", "changed"],
         "notifier" => &["changed"],
         _ => &[

@@ -16,7 +16,9 @@
 //!   5. `no_links`: no link at all and a script loaded from a file (a shell hides the
 //!      site's links too, which a crawler needs more than the text).
 //!
-//! A page short on text with none of these (an empty 200, a stub) is left as it is.
+//! A page short on text with none of these (an empty 200, a stub) is left as it is, and so
+//! is a page with a `<meta http-equiv=refresh>`: a redirect stub (rustdoc writes 15,000 of
+//! them, each with a script repeating the redirect) whose target the crawl follows.
 
 use crate::content::Shell;
 
@@ -30,7 +32,7 @@ const SHELL_BODY_CHARS: u32 = 50;
 /// main content), then the signs (B) in `shell`.
 pub fn render_reason(text: &str, shell: &Shell, max_chars: usize) -> Option<&'static str> {
     let chars = text.chars().filter(|c| !c.is_whitespace()).count();
-    if chars >= max_chars {
+    if chars >= max_chars || shell.refresh {
         return None;
     }
     if shell.empty_root {
@@ -116,6 +118,15 @@ mod tests {
             <script id="__NEXT_DATA__" type="application/json">{{"props":{{}}}}</script>{scripts}</body>"#
         );
         assert_eq!(reason(&next), None);
+        // A redirect stub, as rustdoc writes them.
+        assert_eq!(
+            reason(
+                r#"<head><meta http-equiv="refresh" content="0;URL=macro.eprintln.html"></head>
+                <body><p>Redirecting to <a href="macro.eprintln.html">macro.eprintln.html</a>...</p>
+                <script>location.replace("macro.eprintln.html" + location.search);</script></body>"#
+            ),
+            None
+        );
         // An empty 200 and a stub with no scripts.
         assert_eq!(reason(""), None);
         assert_eq!(reason("<body><p>Moved.</p></body>"), None);

@@ -11,8 +11,8 @@ use trawl_extract::extract_html;
 use url::Url;
 
 pub use worker::{
-    DedupStage, ExtractorConfig, Handled, Outputs, RenderRoute, extract_and_publish, failed_record,
-    publish_outputs, run_worker, serve, spawn,
+    Availability, DedupStage, ExtractorConfig, Handled, Outputs, RenderRoute, extract_and_publish,
+    failed_record, publish_outputs, run_worker, serve, spawn,
 };
 
 /// What one fetched response becomes.

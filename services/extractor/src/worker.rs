@@ -1,7 +1,10 @@
 //! The extraction loop shared by both runtimes. Parsing is CPU work: it runs on the blocking
 //! pool so that it never stalls the async executor that drives fetches.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
@@ -38,13 +41,47 @@ fn poisoned(f: &Fetched) -> bool {
 }
 
 /// Where pages go under the render rule: `mode` and rule (A)'s threshold from the crawl's
-/// settings; `available` false when this runtime has no renderer (no browser found), so a
-/// page the rule picks keeps its fetched version, marked `render.error = unavailable`.
-#[derive(Debug, Clone, Copy)]
+/// settings; `available` false while no renderer can take them (the embedded runtime found
+/// no browser; in the cluster, no renderer replica is running), so a page the rule picks
+/// keeps its fetched version, marked `render.error = unavailable`.
+#[derive(Clone)]
 pub struct RenderRoute {
     pub mode: RenderMode,
     pub max_chars: usize,
-    pub available: bool,
+    pub available: Availability,
+}
+
+/// Whether a renderer takes pages: known (the embedded runtime knows whether it found a
+/// browser), or asked when a page needs one (the cluster: whether a renderer replica runs,
+/// which the probe caches).
+#[derive(Clone)]
+pub enum Availability {
+    Known(Arc<AtomicBool>),
+    Probe(Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>),
+}
+
+impl Availability {
+    pub async fn get(&self) -> bool {
+        match self {
+            Availability::Known(b) => b.load(Ordering::Relaxed),
+            Availability::Probe(p) => p().await,
+        }
+    }
+
+    pub fn set(&self, yes: bool) {
+        if let Availability::Known(b) = self {
+            b.store(yes, Ordering::Relaxed);
+        }
+    }
+}
+
+impl std::fmt::Debug for RenderRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderRoute")
+            .field("mode", &self.mode)
+            .field("max_chars", &self.max_chars)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the stage needs besides the hops: the dedup parts, and how often a page whose
@@ -83,7 +120,7 @@ impl ExtractorConfig {
             render: (s.render != RenderMode::Never).then_some(RenderRoute {
                 mode: s.render,
                 max_chars: s.render_max_chars,
-                available: true,
+                available: Availability::Known(Arc::new(AtomicBool::new(true))),
             }),
         }
     }
@@ -121,11 +158,19 @@ pub fn spawn(workers: &mut Workers, n: usize, cfg: &ExtractorConfig, hops: &Hops
 
 /// The extractor as one stage of a cluster crawl: `concurrency` workers, the crawl's shared
 /// gate, retried until the queue's delivery limit dead-letters a page that keeps failing.
-/// Pages the render rule picks go to the render hop, where the renderer service takes
-/// them (`available` is for the embedded runtime, which knows whether it has a browser).
-pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn Gate>>) -> StageResult {
+/// Pages the render rule picks go to the render hop while `renderers` says a renderer
+/// replica runs (the service binary asks for their marks in Redis); otherwise they keep
+/// their fetched version, so a cluster without renderers still drains.
+pub async fn serve(
+    ctx: StageContext,
+    gate: Option<Arc<dyn Gate>>,
+    renderers: Availability,
+) -> StageResult {
     let mut cfg = ExtractorConfig::from_settings(&ctx.spec.settings, gate, None);
     cfg.max_message_bytes = ctx.max_message_bytes;
+    if let Some(r) = cfg.render.as_mut() {
+        r.available = renderers;
+    }
     ctx.set_ready();
     let mut workers = Workers::new();
     spawn(
@@ -205,9 +250,21 @@ pub async fn extract_and_publish(
 ) -> Result<Handled, CoreError> {
     let boiler = cfg.dedup.boilerplate.clone();
     let keep_html = cfg.keep_html;
-    let rule = cfg.render.filter(|_| route).map(|r| (r.mode, r.max_chars));
+    let rule = cfg
+        .render
+        .as_ref()
+        .filter(|_| route)
+        .map(|r| (r.mode, r.max_chars));
+    // Whether a renderer would take the page, asked only of pages the rule could pick
+    // (HTML pages with a rule); read once, so the page is processed for where it goes.
+    let to_browser = match cfg.render.as_ref().filter(|_| route) {
+        Some(r) if msg.render.is_none() && msg.job.kind == trawl_core::UrlKind::Page => {
+            r.available.get().await
+        }
+        _ => false,
+    };
     let task = tokio::task::spawn_blocking(move || {
-        let r = extract_one(&msg, boiler.as_deref(), keep_html, rule);
+        let r = extract_one(&msg, boiler.as_deref(), keep_html, rule, to_browser);
         (r, msg)
     })
     .await;
@@ -226,14 +283,17 @@ pub async fn extract_and_publish(
             reason: reason.to_string(),
             ..RenderInfo::default()
         };
-        if cfg.render.is_some_and(|r| r.available) {
+        if to_browser {
             let mut msg = msg;
             msg.render = Some(info);
             out.render.publish(msg).await?;
             return Ok(Handled::Done);
         }
         processed.doc.page.render = Some(RenderInfo {
-            error: Some("unavailable: no browser in this runtime".into()),
+            error: Some(
+                "unavailable: no renderer (no browser found, or no renderer replica running)"
+                    .into(),
+            ),
             ..info
         });
     }
@@ -273,12 +333,13 @@ fn extract_one(
     boiler: Option<&HostLines>,
     keep_html: bool,
     rule: Option<(RenderMode, usize)>,
+    to_browser: bool,
 ) -> (Processed, Option<Fingerprint>) {
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }
     let mut p = process_with(msg, rule);
-    if p.render_reason.is_some() {
+    if p.render_reason.is_some() && to_browser {
         // Going to the browser: its rendered version is the one fingerprinted.
         return (p, None);
     }

@@ -30,6 +30,14 @@ const ARGS: &[&str] = &[
     "--disable-gpu",
     "--blink-settings=imagesEnabled=false",
     "--js-flags=--max-old-space-size=512",
+    // What the Fetch interception of a tab may not see: frames of other sites in their
+    // own processes (kept in the page's), and anything that still tries the network
+    // itself (workers, WebSockets) is sent to a proxy on the discard port, loopback
+    // included; WebRTC gets no UDP of its own.
+    "--disable-features=IsolateOrigins,site-per-process",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ];
 
 /// The DevTools protocol revision chromiumoxide 0.9.1's types were generated from
@@ -121,6 +129,8 @@ pub(crate) struct Live {
     handler: tokio::task::JoinHandle<()>,
     /// The handler's connection ended: the browser is gone.
     dead: Arc<AtomicBool>,
+    /// The browser's own profile directory, removed with it.
+    profile: PathBuf,
     rendered: AtomicU32,
     /// Set by a render that saw the browser hang: restart before the next page.
     pub(crate) hung: AtomicBool,
@@ -213,10 +223,17 @@ impl Pool {
     }
 
     async fn launch(&self) -> Result<Live, RenderError> {
-        let config = BrowserConfig::builder()
+        // A profile of its own: concurrent crawls (and a full Chromium's singleton lock)
+        // never share one.
+        let profile = std::env::temp_dir().join(format!("trawl-chromium-{}", uuid::Uuid::new_v4()));
+        let mut config = BrowserConfig::builder()
             .chrome_executable(&self.exe)
-            .no_sandbox()
-            .args(ARGS.iter().copied())
+            .user_data_dir(&profile)
+            .args(ARGS.iter().copied());
+        if no_sandbox() {
+            config = config.no_sandbox();
+        }
+        let config = config
             .request_timeout(self.limits.command_timeout)
             .launch_timeout(Duration::from_secs(30))
             .build()
@@ -260,6 +277,7 @@ impl Pool {
             browser,
             handler,
             dead,
+            profile,
             rendered: AtomicU32::new(0),
             hung: AtomicBool::new(false),
             pid,
@@ -283,8 +301,9 @@ impl Pool {
 /// Asks the browser to close, then kills it and every process it started: a hung one
 /// does not answer, and its renderers must not outlive it.
 async fn shut(mut l: Live) {
-    let _ = tokio::time::timeout(Duration::from_secs(2), l.browser.close()).await;
+    // Its processes first: once it has exited, they belong to whoever adopts them.
     let left = l.pid.map(tree_pids).unwrap_or_default();
+    let _ = tokio::time::timeout(Duration::from_secs(2), l.browser.close()).await;
     if tokio::time::timeout(Duration::from_secs(2), l.browser.wait())
         .await
         .is_err()
@@ -315,6 +334,16 @@ async fn shut(mut l: Live) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     l.handler.abort();
+    let _ = std::fs::remove_dir_all(&l.profile);
+}
+
+/// Chromium's sandbox needs a non-root user with user namespaces (or its setuid helper):
+/// off as root (Chromium refuses to start sandboxed there) or when
+/// `TRAWL_CHROMIUM_NO_SANDBOX=1` says the container is the sandbox (the renderer images).
+fn no_sandbox() -> bool {
+    // SAFETY: geteuid(2) has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || std::env::var("TRAWL_CHROMIUM_NO_SANDBOX").is_ok_and(|v| v == "1" || v == "true")
 }
 
 /// Resident bytes of `pid` and all its descendants (Chromium runs a process per

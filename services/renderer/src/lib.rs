@@ -96,6 +96,7 @@ pub struct Renderer {
     cfg: RendererConfig,
     warc: Option<WarcHandle>,
     state: Arc<dyn State>,
+    restarts_counted: std::sync::atomic::AtomicU32,
 }
 
 impl Renderer {
@@ -122,6 +123,7 @@ impl Renderer {
             cfg,
             warc,
             state,
+            restarts_counted: Default::default(),
         }
     }
 
@@ -137,12 +139,15 @@ impl Renderer {
             reason: "always".into(),
             ..RenderInfo::default()
         });
-        let restarts = self.pool.restarts();
         let outcome = self.try_render(&page).await;
-        let after = self.pool.restarts();
-        if after > restarts {
+        // Restarts are counted once each, by whichever worker sees the count move.
+        let restarts = self.pool.restarts();
+        let counted = self
+            .restarts_counted
+            .swap(restarts, std::sync::atomic::Ordering::Relaxed);
+        if restarts > counted {
             self.state
-                .count(&Counter::RenderRestarts, i64::from(after - restarts))
+                .count(&Counter::RenderRestarts, i64::from(restarts - counted))
                 .await?;
         }
         match outcome {

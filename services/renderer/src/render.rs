@@ -135,7 +135,7 @@ async fn drive(
     start: Instant,
 ) -> Result<Rendered, RenderError> {
     let traffic = Arc::new(Traffic::default());
-    let mut paused = within(live, tab.event_listener::<EventRequestPaused>())
+    let paused = within(live, tab.event_listener::<EventRequestPaused>())
         .await?
         .map_err(RenderError::cdp)?;
     let pattern = RequestPattern::builder()
@@ -148,66 +148,23 @@ async fn drive(
     )
     .await?
     .map_err(RenderError::cdp)?;
-    let interceptor = {
-        let tab = tab.clone();
-        let traffic = traffic.clone();
-        let subs = subs.clone();
-        let doc = page.clone();
-        let max = limits.max_requests;
-        tokio::spawn(async move {
-            let mut document_served = false;
-            while let Some(ev) = paused.next().await {
-                traffic.in_flight.fetch_add(1, Ordering::Relaxed);
-                traffic.touch(start);
-                // The first document request is the page itself: answered from its body.
-                let own = !document_served && ev.resource_type == ResourceType::Document;
-                document_served |= own;
-                let refused = if own {
-                    None
-                } else if !wanted(&ev.resource_type) {
-                    Some("resource_type")
-                } else if traffic.requests.fetch_add(1, Ordering::Relaxed) >= max {
-                    traffic.requests.fetch_sub(1, Ordering::Relaxed);
-                    Some("budget")
-                } else {
-                    None
-                };
-                let (tab, traffic, subs, doc) =
-                    (tab.clone(), traffic.clone(), subs.clone(), doc.clone());
-                tokio::spawn(async move {
-                    let answer = match refused {
-                        Some(why) => Answer::Block(why),
-                        None if own => Answer::Respond {
-                            status: doc.status,
-                            content_type: Some("text/html; charset=utf-8".into()),
-                            body: doc.body,
-                        },
-                        None => {
-                            subs.answer(
-                                &doc.crawl,
-                                doc.job.depth,
-                                &ev.request.method,
-                                &ev.request.url,
-                            )
-                            .await
-                        }
-                    };
-                    if matches!(answer, Answer::Block(_)) && refused.is_none() && !own {
-                        // Refused by the checks: it never went out.
-                        traffic.requests.fetch_sub(1, Ordering::Relaxed);
-                    }
-                    respond(&tab, &ev, answer, &traffic).await;
-                    traffic.in_flight.fetch_sub(1, Ordering::Relaxed);
-                    traffic.touch(start);
-                });
-            }
-        })
-    };
+    let interceptor = AbortOnDrop(tokio::spawn(intercept(
+        paused,
+        tab.clone(),
+        traffic.clone(),
+        subs.clone(),
+        page.clone(),
+        limits.max_requests,
+        start,
+    )));
     let nav = NavigateParams::new(page.final_url.clone());
     let settled = async {
-        within(live, tab.execute(nav))
+        let r = within(live, tab.execute(nav))
             .await?
             .map_err(RenderError::cdp)?;
+        if let Some(e) = r.result.error_text.as_deref().filter(|e| !e.is_empty()) {
+            return Err(RenderError::Browser(format!("navigation failed: {e}")));
+        }
         wait_settled(tab, &traffic, limits, start).await
     };
     let timed_out = match tokio::time::timeout(limits.timeout, settled).await {
@@ -217,23 +174,31 @@ async fn drive(
         }
         Err(_) => true,
     };
-    let dom = match within(live, tab.content()).await {
-        Ok(Ok(html)) => Some(cut(html)),
-        Ok(Err(e)) => {
-            tracing::debug!(url = %page.final_url, error = %e, "DOM not read");
-            None
+    // A page still busy at its deadline may not answer: that is the page, not a hung
+    // browser, so its DOM read is bounded without marking the browser.
+    let read = tab.evaluate(DOM_JS);
+    let dom = if timed_out {
+        match tokio::time::timeout(live.command_timeout, read).await {
+            Ok(Ok(v)) => v.into_value::<String>().ok(),
+            _ => None,
         }
-        Err(RenderError::Hung) if timed_out => None,
-        Err(e) => return Err(e),
+    } else {
+        match within(live, read).await? {
+            Ok(v) => v.into_value::<String>().ok(),
+            Err(e) => {
+                tracing::debug!(url = %page.final_url, error = %e, "DOM not read");
+                None
+            }
+        }
     };
-    interceptor.abort();
+    drop(interceptor);
     let blocked = traffic
         .blocked
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     Ok(Rendered {
-        dom,
+        dom: dom.map(cut),
         requests: traffic.requests.load(Ordering::Relaxed),
         blocked,
         timed_out,
@@ -241,18 +206,98 @@ async fn drive(
     })
 }
 
-/// Answers one paused request in the tab.
+/// The document as HTML, cut in the page (a DOM of gigabytes never crosses the protocol).
+const DOM_JS: &str = "(() => { const e = document.documentElement; \
+    const h = (document.doctype ? '<!DOCTYPE html>' : '') + (e ? e.outerHTML : ''); \
+    return h.slice(0, 8388608); })()";
+
+/// Aborts the task when dropped: whatever way a render ends, its interceptor and the
+/// answers it is still fetching stop with it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Answers every request the tab pauses: the first document of the main frame from the
+/// page's fetched body, later navigations of the main frame refused (the page stays the
+/// page that was fetched), the rest through the checks. Answers run concurrently in a set
+/// dropped (so aborted) with this task.
+async fn intercept(
+    mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
+    tab: Page,
+    traffic: Arc<Traffic>,
+    subs: Arc<Subrequests>,
+    doc: Fetched,
+    max: u32,
+    start: Instant,
+) {
+    let mut answers = tokio::task::JoinSet::new();
+    let mut main_frame = None;
+    while let Some(ev) = paused.next().await {
+        while answers.try_join_next().is_some() {}
+        traffic.in_flight.fetch_add(1, Ordering::Relaxed);
+        traffic.touch(start);
+        let document = ev.resource_type == ResourceType::Document;
+        let own = document && main_frame.is_none();
+        if own {
+            main_frame = Some(ev.frame_id.clone());
+        }
+        let refused = if own {
+            None
+        } else if document && main_frame.as_ref() == Some(&ev.frame_id) {
+            Some("navigation")
+        } else if !wanted(&ev.resource_type) {
+            Some("resource_type")
+        } else if traffic.requests.fetch_add(1, Ordering::Relaxed) >= max {
+            traffic.requests.fetch_sub(1, Ordering::Relaxed);
+            Some("budget")
+        } else {
+            None
+        };
+        let (tab, traffic, subs, doc) = (tab.clone(), traffic.clone(), subs.clone(), doc.clone());
+        answers.spawn(async move {
+            let answer = match refused {
+                Some(why) => Answer::Block(why),
+                None if own => Answer::Respond {
+                    status: doc.status,
+                    content_type: Some("text/html; charset=utf-8".into()),
+                    body: doc.body,
+                },
+                None => {
+                    let a = subs
+                        .answer(
+                            &doc.crawl,
+                            doc.job.depth,
+                            &ev.request.method,
+                            &ev.request.url,
+                        )
+                        .await;
+                    if matches!(a, Answer::Block(_)) {
+                        // Refused by the checks: it never went out.
+                        traffic.requests.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    a
+                }
+            };
+            respond(&tab, &ev, answer, &traffic).await;
+            traffic.in_flight.fetch_sub(1, Ordering::Relaxed);
+            traffic.touch(start);
+        });
+    }
+}
+
+/// Answers one paused request in the tab; a response the browser does not take is
+/// failed instead, so no request stays paused.
 async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &Traffic) {
+    let fail = || FailRequestParams::new(ev.request_id.clone(), ErrorReason::BlockedByClient);
     let sent = match answer {
         Answer::Block(why) => {
             traffic.block(why);
             tracing::debug!(url = %ev.request.url, why, "subrequest refused");
-            tab.execute(FailRequestParams::new(
-                ev.request_id.clone(),
-                ErrorReason::BlockedByClient,
-            ))
-            .await
-            .map(|_| ())
+            tab.execute(fail()).await.map(|_| ())
         }
         Answer::Respond {
             status,
@@ -263,6 +308,18 @@ async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &
             if let Some(ct) = content_type {
                 headers.push(HeaderEntry::new("Content-Type", ct));
             }
+            // The response is the one trawl fetched for this page: the page may read it
+            // wherever it came from (CORS is the browser's, checked against headers the
+            // fetcher does not carry).
+            if let Some(origin) = ev
+                .request
+                .headers
+                .inner()
+                .get("Origin")
+                .and_then(|o| o.as_str())
+            {
+                headers.push(HeaderEntry::new("Access-Control-Allow-Origin", origin));
+            }
             let mut f =
                 FulfillRequestParams::new(ev.request_id.clone(), i64::from(status.max(100)));
             f.response_headers = Some(headers);
@@ -271,7 +328,13 @@ async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &
                     .encode(body)
                     .into(),
             );
-            tab.execute(f).await.map(|_| ())
+            match tab.execute(f).await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    tracing::debug!(url = %ev.request.url, error = %e, "response not taken; request failed");
+                    tab.execute(fail()).await.map(|_| ())
+                }
+            }
         }
     };
     if let Err(e) = sent {

@@ -31,6 +31,9 @@ pub struct Shell {
     pub body_chars: u32,
     /// `<a href>` elements in the body.
     pub anchors: u32,
+    /// A `<meta http-equiv=refresh>`: the page sends readers elsewhere (redirect stubs,
+    /// whose script only repeats the redirect); the crawl follows its target instead.
+    pub refresh: bool,
 }
 
 /// Element ids that frameworks mount their application on.
@@ -72,11 +75,11 @@ const STATE_GLOBALS: [&str; 6] = [
 /// "This site requires JavaScript", "best viewed with JavaScript enabled"), not content.
 pub fn is_js_notice(text: &str) -> bool {
     let t = text.trim();
-    if t.is_empty() || t.chars().count() > 400 {
+    if t.is_empty() || t.chars().count() > NOTICE_MAX_CHARS {
         return false;
     }
     let t = t.to_lowercase();
-    if !(t.contains("javascript") || t.contains(" js ") || t.starts_with("js ")) {
+    if !t.contains("javascript") {
         return false;
     }
     [
@@ -98,14 +101,52 @@ pub fn is_js_notice(text: &str) -> bool {
     .any(|k| t.contains(k))
 }
 
-/// The visible text below `i`: text nodes outside never-content elements.
+/// Longer than this, a text is content even when it mentions JavaScript.
+const NOTICE_MAX_CHARS: usize = 400;
+
+/// Per node, from one pass up the arena (children follow their parents): the visible
+/// characters below it (not whitespace; never-content elements, `<noscript>` included,
+/// add nothing to their parents), and whether its visible text says "javascript".
+struct Visible {
+    chars: Vec<u32>,
+    js: Vec<bool>,
+}
+
+fn visible(dom: &Dom) -> Visible {
+    let n = dom.nodes.len();
+    let mut v = Visible {
+        chars: vec![0; n],
+        js: vec![false; n],
+    };
+    for i in (0..n).rev() {
+        let node = &dom.nodes[i];
+        if node.tag == Tag::Text {
+            let t = dom.text_of(i as u32);
+            v.chars[i] = t.chars().filter(|c| !c.is_whitespace()).count() as u32;
+            v.js[i] = t
+                .as_bytes()
+                .windows(10)
+                .any(|w| w.eq_ignore_ascii_case(b"javascript"));
+        }
+        let p = node.parent;
+        let hidden = node.tag != Tag::Text && node.tag.is_never_content();
+        if p != super::dom::NONE && !hidden {
+            let (c, js) = (v.chars[i], v.js[i]);
+            v.chars[p as usize] = v.chars[p as usize].saturating_add(c);
+            v.js[p as usize] |= js;
+        }
+    }
+    v
+}
+
+/// The visible text below `i` (as [`visible`] counts it), for a node whose count is small.
 fn visible_text(dom: &Dom, i: u32) -> String {
     let mut s = String::new();
     let end = dom.subtree_end(i);
     let mut j = i + 1;
     while j < end {
         let n = dom.node(j);
-        if n.tag != Tag::Text && n.tag != Tag::Noscript && n.tag.is_never_content() {
+        if n.tag != Tag::Text && n.tag.is_never_content() {
             j = dom.subtree_end(j);
             continue;
         }
@@ -117,57 +158,72 @@ fn visible_text(dom: &Dom, i: u32) -> String {
     s
 }
 
-fn in_head(dom: &Dom, mut i: u32) -> bool {
-    while i != super::dom::NONE {
-        if dom.node(i).tag == Tag::Head {
-            return true;
-        }
-        i = dom.node(i).parent;
-    }
-    false
+/// Whether node `i`, by the counts, may be a notice, and its text says it is. Only nodes
+/// with a short text that mentions JavaScript are read, so the work stays linear.
+fn notice(dom: &Dom, v: &Visible, i: u32) -> bool {
+    let k = i as usize;
+    v.js[k] && v.chars[k] as usize <= NOTICE_MAX_CHARS && is_js_notice(&visible_text(dom, i))
 }
 
 /// Turns each body `<noscript>` that is not a JavaScript notice into an ordinary block,
 /// and the notices inside the opened ones into dropped elements. Returns whether the page
 /// has a notice.
 pub fn open_noscripts(dom: &mut Dom) -> bool {
-    let mut notice = false;
+    let noscripts: Vec<u32> = (0..dom.nodes.len() as u32)
+        .filter(|&i| dom.node(i).tag == Tag::Noscript)
+        .collect();
+    if noscripts.is_empty() {
+        return false;
+    }
+    let v = visible(dom);
+    // The head's noscripts hold styles and pixels, never content.
+    let head = (0..dom.nodes.len() as u32)
+        .find(|&i| dom.node(i).tag == Tag::Head)
+        .map_or(0..0, |h| h..dom.subtree_end(h));
+    let mut notice_seen = false;
     let mut opened: Vec<u32> = Vec::new();
-    for i in 0..dom.nodes.len() as u32 {
-        if dom.node(i).tag != Tag::Noscript || in_head(dom, i) {
+    for i in noscripts {
+        if head.contains(&i) {
             continue;
         }
-        // An opened ancestor's notices are handled below; this one is a nested element.
-        if is_js_notice(&visible_text(dom, i)) {
-            notice = true;
+        // A noscript's children are in its own count (only its parent does not get them).
+        if notice(dom, &v, i) {
+            notice_seen = true;
             continue;
         }
         dom.nodes[i as usize].tag = Tag::Div;
         opened.push(i);
     }
+    // Inside the outermost opened ones (nested ones are inside their subtrees), the
+    // blocks that are notices are dropped.
+    let mut covered_to = 0;
     for o in opened {
-        for j in o + 1..dom.subtree_end(o) {
+        if o < covered_to {
+            continue;
+        }
+        let end = dom.subtree_end(o);
+        covered_to = end;
+        for j in o + 1..end {
             let tag = dom.node(j).tag;
-            if tag.is_block() && tag != Tag::Div && is_js_notice(&visible_text(dom, j)) {
+            if tag.is_block() && tag != Tag::Div && notice(dom, &v, j) {
                 dom.nodes[j as usize].tag = Tag::Noscript;
-                notice = true;
+                notice_seen = true;
             }
         }
     }
-    notice
+    notice_seen
 }
 
 /// The signs of client-side rendering in `dom` (after [`open_noscripts`]).
 pub fn signals(dom: &Dom, js_notice: bool) -> Shell {
+    let v = visible(dom);
     let mut s = Shell {
         js_notice,
         ..Shell::default()
     };
     for &r in &dom.framework_roots {
         s.hydration = true;
-        if visible_text(dom, r).trim().is_empty() {
-            s.empty_root = true;
-        }
+        s.empty_root |= v.chars[r as usize] == 0;
     }
     let mut body = super::dom::NONE;
     for i in 0..dom.nodes.len() as u32 {
@@ -193,22 +249,28 @@ pub fn signals(dom: &Dom, js_notice: bool) -> Shell {
                 }
             }
             Tag::A if dom.attr(i, "href").is_some() => s.anchors += 1,
+            Tag::Meta
+                if dom
+                    .attr(i, "http-equiv")
+                    .is_some_and(|h| h.eq_ignore_ascii_case("refresh")) =>
+            {
+                s.refresh = true;
+            }
             Tag::Text | Tag::Root => {}
             _ => {
-                let id = dom.attr(i, "id").unwrap_or("");
-                let root = ROOT_IDS.iter().any(|r| id.eq_ignore_ascii_case(r));
-                if root && !s.empty_root && visible_text(dom, i).trim().is_empty() {
+                if !s.empty_root
+                    && v.chars[i as usize] == 0
+                    && dom
+                        .attr(i, "id")
+                        .is_some_and(|id| ROOT_IDS.iter().any(|r| id.eq_ignore_ascii_case(r)))
+                {
                     s.empty_root = true;
                 }
             }
         }
     }
     if body != super::dom::NONE {
-        s.body_chars = visible_text(dom, body)
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .count()
-            .min(u32::MAX as usize) as u32;
+        s.body_chars = v.chars[body as usize];
     }
     s
 }
@@ -231,6 +293,7 @@ mod tests {
         for c in [
             "",
             "How to enable strict mode in Rust",
+            "Enable the feature flag if you need it.",
             "Scripts run in the browser; this paragraph explains how JavaScript engines \
              schedule microtasks and why you need to understand them."
                 .repeat(5)
@@ -238,5 +301,29 @@ mod tests {
         ] {
             assert!(!is_js_notice(c), "{c}");
         }
+    }
+
+    /// Nested noscripts around nested blocks, each mentioning JavaScript: every one is
+    /// weighed from counts made once, so the page extracts (this input took the first
+    /// version quadratic time), and the notice at the bottom is still dropped.
+    #[test]
+    fn nested_noscripts_are_read_once() {
+        let depth = 200;
+        let mut html = String::from("<body>");
+        for i in 0..depth {
+            html.push_str(&format!("<noscript><section><p>Level {i} of a page about JavaScript engines and the way they compile code ahead of time, long enough to be content.</p>"));
+        }
+        html.push_str("<p>Please enable JavaScript.</p>");
+        for _ in 0..depth {
+            html.push_str("</section></noscript>");
+        }
+        let d = crate::extract_html(&html, &url::Url::parse("http://h/").unwrap());
+        assert!(
+            d.text.contains("Level 150 of a page"),
+            "{}",
+            &d.text[d.text.len().saturating_sub(300)..]
+        );
+        assert!(!d.text.contains("Please enable"));
+        assert!(d.shell.js_notice);
     }
 }

@@ -5,7 +5,10 @@
 async fn main() -> std::process::ExitCode {
     trawl_cluster::service::run("extractor", |ctx, backends| async move {
         let gate = backends.dedup_gate(&ctx.spec).await?;
-        trawl_extractor::serve(ctx, gate).await
+        // Pages that need a browser go to the render stream only while a renderer runs.
+        let renderers =
+            trawl_extractor::Availability::Probe(backends.stage_probe(&ctx.spec, "renderer"));
+        trawl_extractor::serve(ctx, gate, renderers).await
     })
     .await
 }
