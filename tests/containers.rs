@@ -18,9 +18,16 @@ use support::services::submit_wait;
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 const PROJECT: &str = "trawltest";
-const SERVICES: [&str; 5] = ["frontier", "fetcher", "extractor", "indexer", "notifier"];
+const SERVICES: [&str; 6] = [
+    "frontier",
+    "fetcher",
+    "extractor",
+    "renderer",
+    "indexer",
+    "notifier",
+];
 /// Each service's metrics port in host-network.yml, in the order of [`SERVICES`].
-const PORTS: [u16; 5] = [19101, 19102, 19103, 19104, 19105];
+const PORTS: [u16; 6] = [19101, 19102, 19103, 19106, 19104, 19105];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -206,7 +213,7 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
         "building the images",
     );
     eprintln!("images built in {:.1} s", built.elapsed().as_secs_f64());
-    for image in ["trawl:latest", "trawl:indexer"] {
+    for image in ["trawl:latest", "trawl:indexer", "trawl:renderer"] {
         let size = Stack::docker(&["image", "inspect", "-f", "{{.Size}}", image]);
         eprintln!("{image}: {} MB", size.parse::<u64>().unwrap() / 1_000_000);
     }
@@ -219,8 +226,11 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
     .await
     .unwrap();
     let seed = site.url("/page/1");
+    // A page only a browser fills: the renderer container (Chromium inside) renders it as
+    // the embedded crawl does.
+    let app = site.url("/js/shell");
     let reference = tempfile::tempdir().unwrap();
-    let mut o = options(std::slice::from_ref(&seed), reference.path());
+    let mut o = options(&[seed.clone(), app.clone()], reference.path());
     o.index.no_index = false;
     o.index.settings.model_dir = Some(model.clone());
     trawl::crawl(o).await.unwrap();
@@ -252,7 +262,7 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
 
     let waiter = submit_wait(
         &trawl,
-        &[&seed, "--allow-private", "--delay", "150"],
+        &[&seed, &app, "--allow-private", "--delay", "150"],
         &[
             ("TRAWL_CRAWL", &stack.crawl),
             ("TRAWL_NATS_URL", "nats://127.0.0.1:14222"),
