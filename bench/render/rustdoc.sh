@@ -4,7 +4,8 @@
 # sent to the browser (server-rendered documentation should send none) and pages/s, both
 # from each crawl's own report.json.
 #
-#   bench/render/rustdoc.sh [RUNS]     # default 1 pair; BIN=target/release/trawl to use a release build
+#   bench/render/rustdoc.sh [RUNS]     # default 1 pair; BIN=target/release/trawl to use a release build,
+#                                      # MAX_PAGES=N to crawl the first N pages only
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-1}"
@@ -24,7 +25,7 @@ for r in $(seq 1 "$runs"); do
   for mode in auto never; do
     rm -rf "$out/$mode-$r"
     "$bin" crawl "http://127.0.0.1:$port/" --allow-private --delay 0 --concurrency 64 \
-      --no-index --progress none --render "$mode" --out "$out/$mode-$r" >/dev/null 2>&1
+      --no-index --progress none --render "$mode" --out "$out/$mode-$r" ${MAX_PAGES:+--max-pages "$MAX_PAGES"} >/dev/null 2>&1
     python3 - "$out/$mode-$r" "$mode" <<'PY'
 import json, sys
 d, mode = sys.argv[1], sys.argv[2]

@@ -72,7 +72,10 @@ def check_case(name, values, over):
             continue
         spec = dep["spec"]["template"]["spec"]
         c = spec["containers"][0]
-        check(c["command"] == [f"/usr/local/bin/trawl-{stage}"], f"{tag} {stage} runs {c['command']}")
+        want = [f"/usr/local/bin/trawl-{stage}"]
+        if stage == "renderer":
+            want = ["/usr/bin/tini", "--"] + want
+        check(c["command"] == want, f"{tag} {stage} runs {c['command']}")
         check(c["livenessProbe"]["httpGet"]["path"] == "/healthz", f"{tag} {stage} liveness")
         check(c["readinessProbe"]["httpGet"]["path"] == "/readyz", f"{tag} {stage} readiness")
         check(spec["securityContext"].get("runAsNonRoot") is True, f"{tag} {stage} may run as root")

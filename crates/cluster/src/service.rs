@@ -156,30 +156,46 @@ impl Backends {
     > {
         let url = self.settings.cluster.redis_url.clone();
         let crawl = spec.crawl.clone();
-        let last: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>> = Arc::default();
+        // The answer, when it was had, and the connection it is asked on (one EXISTS, so
+        // workers waiting on a refresh wait a round trip).
+        type Cache = (
+            Option<(std::time::Instant, bool)>,
+            Option<redis::aio::ConnectionManager>,
+        );
+        let cache: Arc<tokio::sync::Mutex<Cache>> = Arc::default();
         Arc::new(move || {
-            let (url, crawl, last) = (url.clone(), crawl.clone(), last.clone());
+            let (url, crawl, cache) = (url.clone(), crawl.clone(), cache.clone());
             Box::pin(async move {
-                let mut last = last.lock().await;
-                if let Some((at, live)) = *last {
+                let mut c = cache.lock().await;
+                if let Some((at, live)) = c.0 {
                     let keep = if live { 5 } else { 1 };
                     if at.elapsed() < Duration::from_secs(keep) {
                         return live;
                     }
                 }
-                match crate::spec_watch::stage_live(&url, &crawl, stage).await {
+                let last = c.0.is_some_and(|(_, live)| live);
+                if c.1.is_none() {
+                    c.1 = crate::redis_conn::connect(&url).await.ok();
+                }
+                let answer = match c.1.as_mut() {
+                    Some(conn) => crate::spec_watch::stage_live(conn, &crawl, stage).await,
+                    None => Err("no connection to Redis".to_string()),
+                };
+                let live = match answer {
                     Ok(live) => {
-                        if last.is_none_or(|(_, was)| was != live) {
+                        if c.0.is_none_or(|(_, was)| was != live) {
                             tracing::info!(stage, live, "replicas of the stage running");
                         }
-                        *last = Some((std::time::Instant::now(), live));
                         live
                     }
+                    // A Redis blip keeps the last answer (for its lifetime, not per page).
                     Err(e) => {
                         tracing::warn!(stage, error = %e, "stage replicas not checked");
-                        last.is_some_and(|(_, live)| live)
+                        last
                     }
-                }
+                };
+                c.0 = Some((std::time::Instant::now(), live));
+                live
             })
         })
     }

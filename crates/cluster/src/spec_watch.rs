@@ -35,6 +35,12 @@ fn marks_prefix(crawl: &str) -> String {
     format!("trawl-running:{{{crawl}}}:")
 }
 
+/// One key per stage a live replica of it refreshes with its mark: whether any runs is
+/// one EXISTS (no scan of the keyspace).
+fn stage_key(crawl: &str, stage: &str) -> String {
+    format!("trawl-stage:{{{crawl}}}:{stage}")
+}
+
 /// Marks the spec `current` (stored as `current_json`) as running every [`POLL`] until
 /// `stop` (the stage is stopped at once), or until the stored spec differs: then `trigger`
 /// stops the stage and the new spec (and its JSON) is returned. A spec that cannot be read
@@ -49,12 +55,19 @@ pub async fn watch(
     trigger: ShutdownTrigger,
 ) -> Option<(CrawlSpec, String)> {
     let key = format!("{}{stage}:{replica}", marks_prefix(&current.crawl));
+    let live = stage_key(&current.crawl, stage);
     let mine = digest_json(&current_json);
     let mut conn: Option<ConnectionManager> = None;
     loop {
         // Redis may hang for its deadlines: the process's stop must not wait for it.
         let step = stop
-            .run_until(poll_once(&redis_url, &mut conn, &key, &mine, &current))
+            .run_until(poll_once(
+                &redis_url,
+                &mut conn,
+                (&key, &live),
+                &mine,
+                &current,
+            ))
             .await;
         match step {
             None => {
@@ -78,7 +91,7 @@ pub async fn watch(
 async fn poll_once(
     redis_url: &str,
     conn: &mut Option<ConnectionManager>,
-    key: &str,
+    (key, live): (&str, &str),
     mine: &str,
     current: &CrawlSpec,
 ) -> Option<(CrawlSpec, String)> {
@@ -86,14 +99,16 @@ async fn poll_once(
         *conn = crate::redis_conn::connect(redis_url).await.ok();
     }
     let c = conn.as_mut()?;
-    let _ = redis::cmd("SET")
-        .arg(key)
-        .arg(mine)
-        .arg("EX")
-        .arg(MARK_TTL_S)
-        .query_async::<()>(c)
-        .within()
-        .await;
+    for k in [key, live] {
+        let _ = redis::cmd("SET")
+            .arg(k)
+            .arg(mine)
+            .arg("EX")
+            .arg(MARK_TTL_S)
+            .query_async::<()>(c)
+            .within()
+            .await;
+    }
     let stored: Option<String> = redis::cmd("GET")
         .arg(crate::spec::spec_key(&current.crawl))
         .query_async(c)
@@ -151,17 +166,20 @@ async fn marks(conn: &mut ConnectionManager, crawl: &str) -> Result<Vec<(String,
     Ok(out)
 }
 
-/// Whether a live replica of `stage` works on `crawl` (it marked its spec in the last
+/// Whether a live replica of `stage` works on `crawl` (one marked its spec in the last
 /// 30 s).
-pub async fn stage_live(redis_url: &str, crawl: &str, stage: &str) -> Result<bool, String> {
-    let mut conn = crate::redis_conn::connect(redis_url)
+pub async fn stage_live(
+    conn: &mut ConnectionManager,
+    crawl: &str,
+    stage: &str,
+) -> Result<bool, String> {
+    redis::cmd("EXISTS")
+        .arg(stage_key(crawl, stage))
+        .query_async::<i64>(conn)
+        .within()
         .await
-        .map_err(|e| e.to_string())?;
-    let want = format!("{stage}:");
-    Ok(marks(&mut conn, crawl)
-        .await?
-        .iter()
-        .any(|(name, _)| name.starts_with(&want)))
+        .map(|n| n > 0)
+        .map_err(|e| e.to_string())
 }
 
 /// Waits until no live replica of `crawl` marks a spec other than `spec` (a replica that

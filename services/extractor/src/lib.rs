@@ -12,7 +12,7 @@ use url::Url;
 
 pub use worker::{
     Availability, DedupStage, ExtractorConfig, Handled, Outputs, RenderRoute, extract_and_publish,
-    failed_record, publish_outputs, run_worker, serve, spawn,
+    failed_record, publish_outputs, run_worker, serve, settle, spawn,
 };
 
 /// What one fetched response becomes.

@@ -213,29 +213,43 @@ pub async fn run_worker(
         .await
     {
         for d in batch? {
-            let url = d.msg.job.url.clone();
             let kept = cfg.give_up_after.map(|_| d.msg.clone());
-            match extract_and_publish(d.msg, &cfg, &out, true).await? {
-                Handled::Done => fetched.ack(d.id).await?,
-                Handled::Failed(why) => {
-                    tracing::error!(%url, attempt = d.attempt, "extraction {why}");
-                    match (cfg.give_up_after, kept) {
-                        (Some(n), Some(kept)) if d.attempt >= n => {
-                            out.docs
-                                .publish(failed_record(kept, why, d.attempt))
-                                .await?;
-                            fetched.ack(d.id).await?;
-                        }
-                        _ => {
-                            let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
-                            fetched.nak(d.id, delay).await?;
-                        }
-                    }
-                }
-            }
+            let url = d.msg.job.url.clone();
+            let delivery = (d.id, d.attempt);
+            let handled = extract_and_publish(d.msg, &cfg, &out, true).await?;
+            settle(&*fetched, delivery, handled, kept, &url, &cfg, &out).await?;
         }
     }
     Ok(())
+}
+
+/// Acks a handled delivery; a failed one is written as `extract_failed` once it has had
+/// `give_up_after` attempts (from `kept`, the message as it came), else put back with a
+/// growing delay. The renderer settles its deliveries the same way.
+pub async fn settle<M: Send + 'static>(
+    queue: &dyn Queue<M>,
+    (id, attempt): (u64, u32),
+    handled: Handled,
+    kept: Option<Fetched>,
+    url: &str,
+    cfg: &ExtractorConfig,
+    out: &Outputs,
+) -> Result<(), CoreError> {
+    let why = match handled {
+        Handled::Done => return queue.ack(id).await,
+        Handled::Failed(why) => why,
+    };
+    tracing::error!(%url, attempt, "extraction {why}");
+    match (cfg.give_up_after, kept) {
+        (Some(n), Some(kept)) if attempt >= n => {
+            out.docs.publish(failed_record(kept, why, attempt)).await?;
+            queue.ack(id).await
+        }
+        _ => {
+            let delay = Duration::from_millis(500 * u64::from(attempt.min(20)));
+            queue.nak(id, delay).await
+        }
+    }
 }
 
 /// One page through extraction (on the blocking pool), the render rule when `route` is

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use trawl_core::history::History;
 use trawl_core::pipeline::{StageContext, StageResult, Workers};
 
-use crate::warcout::{WarcConfig, WarcWriterTask};
 use crate::{Fetcher, FetcherConfig};
 
 /// With `history` (a re-crawl's earlier crawl), requests are conditional and unchanged
@@ -25,16 +24,7 @@ pub async fn serve(ctx: StageContext, history: Option<Arc<dyn History>>) -> Stag
         }
         cfg.cap_bodies(fits);
     }
-    // One WARC series per replica: names carry the replica's name and process id.
-    let prefix = format!(
-        "trawl-{}-{}",
-        ctx.process.instance_name("fetcher"),
-        std::process::id()
-    );
-    let warc = WarcConfig::for_crawl(&spec.settings, ctx.process.out.join("warc"), prefix)
-        .map(WarcWriterTask::start)
-        .transpose()
-        .map_err(|e| format!("WARC output: {e}"))?;
+    let warc = crate::warcout::replica_series(spec, &ctx.process, "fetcher", "trawl")?;
     let mut fetcher = Fetcher::new(
         cfg,
         ctx.state.clone(),
@@ -57,12 +47,6 @@ pub async fn serve(ctx: StageContext, history: Option<Arc<dyn History>>) -> Stag
     );
     let result = workers.join().await;
     drop(fetcher);
-    if let Some(w) = warc {
-        // Flushing the WARC writer blocks: off the async threads.
-        tokio::task::spawn_blocking(move || w.finish())
-            .await
-            .map_err(|e| format!("WARC output: {e}"))?
-            .map_err(|e| format!("WARC output: {e}"))?;
-    }
+    crate::warcout::finish_series(warc).await?;
     Ok(result?)
 }

@@ -39,6 +39,38 @@ impl WarcConfig {
     }
 }
 
+/// A service replica's own WARC series in `OUT/warc`: names carry `series` (the stage's
+/// prefix), the replica's name and the process id, so replicas never write one file.
+/// `None` when the crawl's settings turn WARC off.
+pub fn replica_series(
+    spec: &trawl_core::spec::CrawlSpec,
+    process: &trawl_core::settings::ProcessSettings,
+    stage: &str,
+    series: &str,
+) -> Result<Option<WarcWriterTask>, String> {
+    let prefix = format!(
+        "{series}-{}-{}",
+        process.instance_name(stage),
+        std::process::id()
+    );
+    WarcConfig::for_crawl(&spec.settings, process.out.join("warc"), prefix)
+        .map(WarcWriterTask::start)
+        .transpose()
+        .map_err(|e| format!("WARC output: {e}"))
+}
+
+/// Flushes and closes a series off the async threads (the writer blocks).
+pub async fn finish_series(w: Option<WarcWriterTask>) -> Result<(), String> {
+    let Some(w) = w else {
+        return Ok(());
+    };
+    tokio::task::spawn_blocking(move || w.finish())
+        .await
+        .map_err(|e| format!("WARC output: {e}"))?
+        .map(|_| ())
+        .map_err(|e| format!("WARC output: {e}"))
+}
+
 /// One request/response pair as it went over the wire.
 #[derive(Debug, Clone)]
 pub struct Exchange {

@@ -16,28 +16,32 @@ use tokio::sync::{RwLock, RwLockReadGuard};
 
 use crate::RenderError;
 
-/// Flags on top of chromiumoxide's defaults. The browser resolves and connects nothing
-/// itself: every request is intercepted and answered by trawl (the fetcher's checks, its
-/// client, its WARC records), so host resolution is switched off as a second wall.
-const ARGS: &[&str] = &[
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--dns-prefetch-disable",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-domain-reliability",
-    "--no-pings",
-    "--mute-audio",
-    "--disable-gpu",
-    "--blink-settings=imagesEnabled=false",
-    "--js-flags=--max-old-space-size=512",
-    // What the Fetch interception of a tab may not see: frames of other sites in their
-    // own processes (kept in the page's), and anything that still tries the network
-    // itself (workers, WebSockets) is sent to a proxy on the discard port, loopback
-    // included; WebRTC gets no UDP of its own.
-    "--disable-features=IsolateOrigins,site-per-process",
-    "--proxy-server=http://127.0.0.1:9",
-    "--proxy-bypass-list=<-loopback>",
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+/// Switches on top of chromiumoxide's defaults, without their leading dashes (the
+/// builder adds them; a `--name=value` string would become a switch nobody reads). The
+/// browser resolves and connects nothing itself: every request is intercepted and answered
+/// by trawl (the fetcher's checks, its client, its WARC records); host resolution off and
+/// a proxy on the discard port (loopback included) are the walls behind that, for what
+/// interception may not see (workers, WebSockets); frames of other sites stay in the
+/// page's process, where the tab's interception sees their requests.
+const SWITCHES: &[&str] = &[
+    "dns-prefetch-disable",
+    "disable-background-networking",
+    "disable-component-update",
+    "disable-domain-reliability",
+    "no-pings",
+    "mute-audio",
+    "disable-gpu",
+    "disable-site-isolation-trials",
+];
+
+const VALUED: &[(&str, &str)] = &[
+    ("host-resolver-rules", "MAP * ~NOTFOUND"),
+    ("proxy-server", "http://127.0.0.1:9"),
+    ("proxy-bypass-list", "<-loopback>"),
+    ("blink-settings", "imagesEnabled=false"),
+    ("js-flags", "--max-old-space-size=512"),
+    ("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+    ("disable-features", "IsolateOrigins,SitePerProcess"),
 ];
 
 /// The DevTools protocol revision chromiumoxide 0.9.1's types were generated from
@@ -56,11 +60,13 @@ const NAMES: &[&str] = &[
 /// The browser to drive: `configured`, else `CHROME`, else the first of [`NAMES`] on
 /// `PATH` (Debian's headless shell also where its package puts it).
 pub fn find_chromium(configured: Option<&Path>) -> Option<PathBuf> {
-    let found = if let Some(p) = configured {
-        p.is_file().then(|| p.to_path_buf())
-    } else if let Some(c) = std::env::var_os("CHROME").filter(|c| !c.is_empty()) {
+    // A path given is used as given (its wrapper may be wanted); one found is unwrapped.
+    if let Some(p) = configured {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    let found = if let Some(c) = std::env::var_os("CHROME").filter(|c| !c.is_empty()) {
         let p = PathBuf::from(c);
-        which(&p).or_else(|| p.is_file().then_some(p))
+        return which(&p).or_else(|| p.is_file().then_some(p));
     } else {
         NAMES.iter().find_map(|n| which(Path::new(n))).or_else(|| {
             let p = PathBuf::from("/usr/lib/chromium/chromium-headless-shell");
@@ -87,8 +93,13 @@ fn unwrap_launcher(path: PathBuf) -> PathBuf {
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| w.starts_with('/') && w.contains("chrom"))
         .map(PathBuf::from)
-        .find(|p| p.is_file() && p != &path)
+        .find(|p| p != &path && executable(p))
         .unwrap_or(path)
+}
+
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn which(name: &Path) -> Option<PathBuf> {
@@ -229,7 +240,8 @@ impl Pool {
         let mut config = BrowserConfig::builder()
             .chrome_executable(&self.exe)
             .user_data_dir(&profile)
-            .args(ARGS.iter().copied());
+            .args(SWITCHES.iter().copied())
+            .args(VALUED.iter().copied());
         if no_sandbox() {
             config = config.no_sandbox();
         }
@@ -238,9 +250,21 @@ impl Pool {
             .launch_timeout(Duration::from_secs(30))
             .build()
             .map_err(RenderError::Browser)?;
-        let (mut browser, mut handler) = Browser::launch(config)
-            .await
-            .map_err(|e| RenderError::Browser(format!("{}: {e}", self.exe.display())))?;
+        let (mut browser, mut handler) = match Browser::launch(config).await {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&profile);
+                let hint = if no_sandbox() {
+                    ""
+                } else {
+                    " (no usable sandbox? set TRAWL_CHROMIUM_NO_SANDBOX=1 where a container isolates it)"
+                };
+                return Err(RenderError::Browser(format!(
+                    "{}: {e}{hint}",
+                    self.exe.display()
+                )));
+            }
+        };
         let dead = Arc::new(AtomicBool::new(false));
         let flag = dead.clone();
         // Messages a newer Chromium sends that this protocol revision cannot decode are

@@ -33,8 +33,8 @@ use trawl_core::render::RenderInfo;
 use trawl_core::settings::{CrawlSettings, ProcessSettings};
 use trawl_core::state::State;
 use trawl_core::{CoreError, Fetched, WarcRef};
-use trawl_extractor::{ExtractorConfig, Handled, Outputs};
-use trawl_fetcher::warcout::{Conversion, WarcConfig, WarcHandle, WarcWriterTask};
+use trawl_extractor::{ExtractorConfig, Outputs};
+use trawl_fetcher::warcout::{self, Conversion, WarcHandle};
 use trawl_fetcher::{Fetcher, FetcherConfig};
 
 pub use browser::{BrowserLimits, Pool, find_chromium, tree_rss};
@@ -265,26 +265,12 @@ pub async fn run_worker(
     {
         for d in batch? {
             let kept = extract.give_up_after.map(|_| d.msg.clone());
+            let url = d.msg.job.url.clone();
+            let delivery = (d.id, d.attempt);
             let page = renderer.render(d.msg).await?;
-            let url = page.job.url.clone();
-            match trawl_extractor::extract_and_publish(page, &extract, &out, false).await? {
-                Handled::Done => render.ack(d.id).await?,
-                Handled::Failed(why) => {
-                    tracing::error!(%url, attempt = d.attempt, "extraction of a rendered page {why}");
-                    match (extract.give_up_after, kept) {
-                        (Some(n), Some(kept)) if d.attempt >= n => {
-                            out.docs
-                                .publish(trawl_extractor::failed_record(kept, why, d.attempt))
-                                .await?;
-                            render.ack(d.id).await?;
-                        }
-                        _ => {
-                            let delay = Duration::from_millis(500 * u64::from(d.attempt.min(20)));
-                            render.nak(d.id, delay).await?;
-                        }
-                    }
-                }
-            }
+            let handled = trawl_extractor::extract_and_publish(page, &extract, &out, false).await?;
+            trawl_extractor::settle(&*render, delivery, handled, kept, &url, &extract, &out)
+                .await?;
         }
     }
     Ok(())
@@ -297,15 +283,7 @@ pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn trawl_dedup::Gate>>) 
     let cfg = RendererConfig::from_settings(&spec.settings, &ctx.process).ok_or(
         "no Chromium found: install chromium-headless-shell, or set TRAWL_CHROMIUM (or CHROME) to its path",
     )?;
-    let prefix = format!(
-        "trawl-render-{}-{}",
-        ctx.process.instance_name("renderer"),
-        std::process::id()
-    );
-    let warc = WarcConfig::for_crawl(&spec.settings, ctx.process.out.join("warc"), prefix)
-        .map(WarcWriterTask::start)
-        .transpose()
-        .map_err(|e| format!("WARC output: {e}"))?;
+    let warc = warcout::replica_series(spec, &ctx.process, "renderer", "trawl-render")?;
     let fetcher = Fetcher::new(
         FetcherConfig::from_settings(&spec.crawl, &spec.settings),
         ctx.state.clone(),
@@ -328,11 +306,6 @@ pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn trawl_dedup::Gate>>) 
     let result = workers.join().await;
     renderer.close().await;
     drop(renderer);
-    if let Some(w) = warc {
-        tokio::task::spawn_blocking(move || w.finish())
-            .await
-            .map_err(|e| format!("WARC output: {e}"))?
-            .map_err(|e| format!("WARC output: {e}"))?;
-    }
+    warcout::finish_series(warc).await?;
     Ok(result?)
 }

@@ -207,7 +207,8 @@ async fn drive(
 }
 
 /// The document as HTML, cut in the page (a DOM of gigabytes never crosses the protocol).
-const DOM_JS: &str = "(() => { const e = document.documentElement; \
+const DOM_JS: &str = "(() => { if (!/^https?:/.test(location.href)) return null; \
+    const e = document.documentElement; \
     const h = (document.doctype ? '<!DOCTYPE html>' : '') + (e ? e.outerHTML : ''); \
     return h.slice(0, 8388608); })()";
 
@@ -292,12 +293,21 @@ async fn intercept(
 /// Answers one paused request in the tab; a response the browser does not take is
 /// failed instead, so no request stays paused.
 async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &Traffic) {
-    let fail = || FailRequestParams::new(ev.request_id.clone(), ErrorReason::BlockedByClient);
+    // A refused navigation of the main frame is aborted (the page stays); anything else
+    // fails as blocked.
+    let fail = |why: &str| {
+        let reason = if why == "navigation" {
+            ErrorReason::Aborted
+        } else {
+            ErrorReason::BlockedByClient
+        };
+        FailRequestParams::new(ev.request_id.clone(), reason)
+    };
     let sent = match answer {
         Answer::Block(why) => {
             traffic.block(why);
             tracing::debug!(url = %ev.request.url, why, "subrequest refused");
-            tab.execute(fail()).await.map(|_| ())
+            tab.execute(fail(why)).await.map(|_| ())
         }
         Answer::Respond {
             status,
@@ -332,7 +342,7 @@ async fn respond(tab: &Page, ev: &EventRequestPaused, answer: Answer, traffic: &
                 Ok(_) => Ok(()),
                 Err(e) => {
                     tracing::debug!(url = %ev.request.url, error = %e, "response not taken; request failed");
-                    tab.execute(fail()).await.map(|_| ())
+                    tab.execute(fail("failed")).await.map(|_| ())
                 }
             }
         }

@@ -104,6 +104,8 @@ impl Subrequests {
                 tokio::time::sleep(ready - now).await;
             }
         }
+        // Set before too: an answer aborted mid-fetch still spaces the next request.
+        *last = Some(Instant::now());
         let out = self.fetcher.fetch(&job).await;
         *last = Some(Instant::now());
         drop(last);
