@@ -189,10 +189,6 @@ impl Pool {
         }
     }
 
-    pub fn limits(&self) -> &BrowserLimits {
-        &self.limits
-    }
-
     /// Browsers started after the first.
     pub fn restarts(&self) -> u32 {
         self.restarts.load(Ordering::Relaxed)

@@ -141,7 +141,7 @@ fn answer_of(f: Fetched) -> Answer {
     }
     // HTML comes back decoded to UTF-8, and is labelled so.
     let content_type = match (&f.charset, f.content_type) {
-        (Some(_), Some(ct)) => Some(format!("{}; charset=utf-8", trawl_mime(&ct))),
+        (Some(_), Some(ct)) => Some(format!("{}; charset=utf-8", trawl_body::mime_type(&ct))),
         (_, ct) => ct,
     };
     Answer::Respond {
@@ -149,10 +149,6 @@ fn answer_of(f: Fetched) -> Answer {
         content_type,
         body: f.body,
     }
-}
-
-fn trawl_mime(ct: &str) -> &str {
-    ct.split(';').next().unwrap_or(ct).trim()
 }
 
 /// Adds one to `why` in a page's blocked counts.
