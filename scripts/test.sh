@@ -8,6 +8,9 @@
 #   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
 #   compose specification's schema, hadolint (Dockerfiles), firecrawl-py +
 #   langchain-firecrawl (the clients tests/api.rs drives `trawl serve` with);
+# - mineru-webkit 0.1.6 in .venv-mineru (its own pins clash with the helpers'), the renderer
+#   ReScraper trained on: its rendering of the shared pages is made in the background while
+#   the workspace builds, and crates/refine/tests/parity.rs compares trawl's with it;
 # - the embedding model (scripts/fetch-model.sh, into the user's cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +37,22 @@ if [ ! -f .venv/share/compose_spec.json ]; then
   .venv/bin/python3 -c "import zipfile,glob,sys; z=zipfile.ZipFile(glob.glob(sys.argv[1]+'/*.whl')[0]); open('.venv/share/compose_spec.json','wb').write(z.read('compose/config/compose_spec.json'))" "$tmp"
   rm -rf "$tmp"
 fi
+if [ ! -x .venv-mineru/bin/python3 ] \
+   || ! .venv-mineru/bin/python3 -c "import webpage_converter, bs4, warcio" 2>/dev/null; then
+  python3 -m venv .venv-mineru
+  .venv-mineru/bin/pip install -q --disable-pip-version-check -r scripts/requirements-mineru.txt
+fi
+# Keyed by the script and its pins; minutes of CPU, so started before the build.
+refdir="$PWD/target/refine-parity"
+ref="$refdir/reference-$(cat scripts/refine-reference.py scripts/requirements-mineru.txt | sha256sum | cut -c1-16).jsonl"
+mkdir -p "$refdir"
+if [ ! -f "$ref" ]; then
+  # The .part file marks the run as under way; the test waits for it.
+  : > "$ref.part"
+  nice -n 10 .venv-mineru/bin/python3 scripts/refine-reference.py "$ref" --jobs 2 \
+    > "$refdir/reference.log" 2>&1 || rm -f "$ref.part" &
+fi
+export TRAWL_REFINE_REFERENCE="$ref"
 ./scripts/fetch-model.sh
 export PATH="$PWD/.venv/bin:$PATH"
 export TRAWL_REQUIRE_PY=1

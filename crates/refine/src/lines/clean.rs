@@ -1,0 +1,89 @@
+//! The converter's pre-converters: scripts and styles, form controls and hidden elements
+//! removed before anything is recognized.
+
+use super::tree::El;
+
+const CONTROLS: &[&str] = &["input", "select", "textarea", "button"];
+const FORM_DROPS: &[&str] = &["input", "select", "textarea", "button", "label", "img"];
+
+pub fn clean(root: &mut El) {
+    remove_where(root, &|e| e.is("script") || e.is("style"), true);
+    // Form controls under <body> go with their tails (lxml's `parent.remove`), and so do
+    // the labels that point at them.
+    let mut ids = Vec::new();
+    if let Some(body) = root.children.iter_mut().find(|c| c.is("body")) {
+        collect_ids(body, &mut ids);
+        remove_where(body, &|e| CONTROLS.contains(&e.tag.as_str()), false);
+        if !ids.is_empty() {
+            remove_where(
+                body,
+                &|e| e.is("label") && e.attr("for").is_some_and(|f| ids.iter().any(|i| i == f)),
+                false,
+            );
+        }
+    }
+    clean_forms(root);
+    remove_where(root, &invisible, true);
+}
+
+fn collect_ids(el: &El, ids: &mut Vec<String>) {
+    for c in &el.children {
+        if CONTROLS.contains(&c.tag.as_str())
+            && let Some(id) = c.attr("id")
+        {
+            ids.push(id.to_string());
+        }
+        collect_ids(c, ids);
+    }
+}
+
+fn clean_forms(el: &mut El) {
+    let mut i = 0;
+    while i < el.children.len() {
+        if el.children[i].is("form") {
+            let form = &mut el.children[i];
+            remove_where(form, &|e| FORM_DROPS.contains(&e.tag.as_str()), false);
+            clean_forms(form);
+            if form.children.is_empty() || form.text_content().trim().is_empty() {
+                el.remove_with_tail(i);
+                continue;
+            }
+        } else {
+            clean_forms(&mut el.children[i]);
+        }
+        i += 1;
+    }
+}
+
+/// `config.INVISIBLE_TAGS`, the rules that apply to every site.
+fn invisible(e: &El) -> bool {
+    let starts = |name: &str| e.attr(name).is_some_and(|v| v.starts_with("advert"));
+    if e.is("div")
+        && (starts("class")
+            || starts("name")
+            || starts("id")
+            || e.attr("style")
+                .is_some_and(|s| s.contains("display: none") || s.contains("display:none")))
+    {
+        return true;
+    }
+    e.attr("aria-hidden").is_some_and(|v| v != "false")
+        || e.attr("hidden").is_some_and(|v| v != "false")
+}
+
+/// Removes every element matching `pred` (outermost first), keeping or dropping its tail.
+pub fn remove_where(el: &mut El, pred: &dyn Fn(&El) -> bool, keep_tail: bool) {
+    let mut i = 0;
+    while i < el.children.len() {
+        if pred(&el.children[i]) {
+            if keep_tail {
+                el.remove_keep_tail(i);
+            } else {
+                el.remove_with_tail(i);
+            }
+            continue;
+        }
+        remove_where(&mut el.children[i], pred, keep_tail);
+        i += 1;
+    }
+}
