@@ -7,5 +7,6 @@ pub mod lines;
 pub mod postfilter;
 pub mod program;
 mod python;
+pub mod teacher;
 
 pub use program::{Decision, Finish, Generation, Mode, Outcome, ProgramError, Warning, execute};
