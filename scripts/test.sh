@@ -11,6 +11,8 @@
 # - mineru-webkit 0.1.6 in .venv-mineru (its own pins clash with the helpers'), the renderer
 #   ReScraper trained on: its rendering of the shared pages is made in the background while
 #   the workspace builds, and crates/refine/tests/parity.rs compares trawl's with it;
+# - llama-cpp-python's server in .venv-llama (the OpenAI-compatible client's test) and the
+#   SmolLM2 GGUF (scripts/fetch-smollm2.sh), for trawl-refine's model backends;
 # - the embedding model (scripts/fetch-model.sh, into the user's cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +44,14 @@ if [ ! -x .venv-mineru/bin/python3 ] \
   python3 -m venv .venv-mineru
   .venv-mineru/bin/pip install -q --disable-pip-version-check -r scripts/requirements-mineru.txt
 fi
+# llama.cpp's server for the OpenAI-compatible client's test, built portable (no -march=native).
+if [ ! -x .venv-llama/bin/python3 ] || ! .venv-llama/bin/python3 -c "import llama_cpp.server" 2>/dev/null; then
+  python3 -m venv .venv-llama
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+    .venv-llama/bin/pip install -q --disable-pip-version-check -r scripts/requirements-llama.txt
+fi
+# SmolLM2-135M-Instruct GGUF for the candle backend and llama.cpp's server.
+./scripts/fetch-smollm2.sh
 # Keyed by the script and its pins; minutes of CPU, so started before the build.
 refdir="$PWD/target/refine-parity"
 ref="$refdir/reference-$(cat scripts/refine-reference.py scripts/requirements-mineru.txt | sha256sum | cut -c1-16).jsonl"

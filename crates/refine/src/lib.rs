@@ -3,6 +3,7 @@
 //! deterministic executor ([`program`]) applies it, so kept text is always copied from the
 //! page, never generated.
 
+pub mod backend;
 pub mod lines;
 pub mod postfilter;
 pub mod program;
