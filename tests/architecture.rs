@@ -154,24 +154,39 @@ fn every_package_has_an_invariant() {
     );
 }
 
-/// Only `trawl-index` uses LanceDB, candle, gemm and tokenizers directly.
+/// Only `trawl-index` uses LanceDB and gemm directly; candle and tokenizers only it and
+/// `trawl-refine` (the refining models), whose model backends are an optional feature.
 #[test]
-fn only_the_index_crate_has_the_heavy_dependencies() {
+fn only_the_index_and_refine_crates_have_the_heavy_dependencies() {
     let meta = metadata();
-    let heavy = [
-        "lancedb",
+    let index_only = ["lancedb", "gemm"];
+    let models = [
         "candle-core",
         "candle-nn",
         "candle-transformers",
-        "gemm",
         "tokenizers",
     ];
     for p in meta["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap();
         for d in p["dependencies"].as_array().unwrap() {
             let dep = d["name"].as_str().unwrap();
-            if heavy.contains(&dep) && d["kind"].is_null() {
+            if !d["kind"].is_null() {
+                continue;
+            }
+            if index_only.contains(&dep) {
                 assert_eq!(name, "trawl-index", "{name} depends on {dep} directly");
+            }
+            if models.contains(&dep) {
+                assert!(
+                    ["trawl-index", "trawl-refine"].contains(&name),
+                    "{name} depends on {dep} directly"
+                );
+                if name == "trawl-refine" {
+                    assert_eq!(
+                        d["optional"], true,
+                        "trawl-refine's {dep} is behind its `models` feature"
+                    );
+                }
             }
         }
     }

@@ -10,6 +10,7 @@ pub mod index;
 pub mod map;
 pub mod options;
 pub mod progress;
+pub mod refine;
 pub mod report;
 pub mod serve;
 pub mod watch;

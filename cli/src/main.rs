@@ -98,6 +98,10 @@ enum Command {
     /// Serve Firecrawl's v2 API (scrape, crawl, map, batch scrape) for its SDKs and
     /// LangChain loader: point their `api_url` here.
     Serve(Box<trawl::serve::ServeArgs>),
+    /// Refine pages for LM training, after ReScraper: render them to numbered lines, have
+    /// trawl's extractor or a model (candle in process, or an OpenAI-compatible server)
+    /// write an edit program, execute it; JSON Lines and a report.
+    Refine(Box<trawl::refine::RefineArgs>),
     /// List a site's pages from its sitemaps and the links of a few pages, with titles.
     Map(Box<trawl::map::MapArgs>),
 }
@@ -167,6 +171,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             eprintln!("{n} URLs");
             Ok(())
         }),
+        Command::Refine(args) => {
+            let r = trawl::refine::run(&args)?;
+            if !(args.inputs.len() == 1 && args.inputs[0].as_os_str() == "-") {
+                eprintln!("{}", trawl::refine::summary(&r, &args.out));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Index(args) => block_on(async move {
             let s = trawl::index::index_pages(&args).await?;
             trawl::index::print_stats(&s, &args.index_dir.to_string_lossy());

@@ -353,3 +353,36 @@ fn index_command_search_and_a_missing_model() {
         "{err}"
     );
 }
+
+#[test]
+fn refine_reads_a_page_on_stdin() {
+    use std::io::Write;
+    let page = "<html><head><title>T</title></head><body><nav><a href=/>Home</a> <a href=/b>Blog</a></nav>\
+        <article><h1>Rust 1.90</h1><p>This release stabilizes a long list of library functions and \
+        brings faster builds to everyone who compiles large workspaces every single day.</p></article>\
+        <footer>Copyright 2026 Example Inc. All rights reserved.</footer></body></html>";
+    let mut child = trawl()
+        .args(["refine", "--engine", "extract", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(page.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("This release stabilizes"), "{text}");
+    assert!(!text.contains("Copyright 2026"), "{text}");
+
+    let out = trawl()
+        .args(["refine", "x.warc.gz", "--engine", "candle"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model PATH is needed"));
+}

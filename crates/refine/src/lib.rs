@@ -3,8 +3,12 @@
 //! deterministic executor ([`program`]) applies it, so kept text is always copied from the
 //! page, never generated.
 
+#[cfg(feature = "models")]
 pub mod backend;
+pub mod bff;
 pub mod lines;
+#[cfg(feature = "models")]
+pub mod page;
 pub mod postfilter;
 pub mod program;
 mod python;

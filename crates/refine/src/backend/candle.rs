@@ -209,6 +209,12 @@ impl Candle {
         self.context
     }
 
+    /// Pages are refused past `limit` tokens (prompt and budget) even where the model would
+    /// take more: long prompts are slow on a CPU.
+    pub fn limit_context(&mut self, limit: usize) {
+        self.context = self.context.min(limit);
+    }
+
     pub fn stop_tokens(&self) -> &[u32] {
         &self.stops
     }

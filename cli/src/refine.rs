@@ -1,0 +1,576 @@
+//! `trawl refine`: pages from web archives (a crawl's own WARC files or Common Crawl's), a
+//! crawl directory or saved HTML, rendered to ReScraper's lines, given an edit program by
+//! trawl's extractor (`--engine extract`, no model) or a model (`candle`, in process;
+//! `openai`, any OpenAI-compatible server), executed, written as JSON Lines with a report.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use trawl_corpus::archive::{ArchiveReader, Item};
+use trawl_refine::backend::candle::Candle;
+use trawl_refine::backend::openai::{OpenAi, OpenAiConfig};
+use trawl_refine::backend::{Backend, MAX_NEW_TOKENS, Sampling};
+use trawl_refine::bff::NgramDedup;
+use trawl_refine::page::{Engine, Refined, refine_page};
+use trawl_refine::program::Mode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineName {
+    /// trawl's extractor written as an `<extract>` program (no model).
+    Extract,
+    /// A model in process: `--model` is a .gguf file or a Qwen3 checkpoint directory.
+    Candle,
+    /// An OpenAI-compatible server (`--endpoint`): vLLM, SGLang, llama.cpp's server.
+    Openai,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reader {
+    /// Kept text is always copied from the page (an unparsable edit falls back to the
+    /// extract-only text; a rewrite cut off at the token limit is rejected).
+    Trawl,
+    /// ReScraper's own reader, for comparisons.
+    Python,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RefineArgs {
+    /// WARC/ARC files (gzip or plain), crawl output directories (their WARC files), HTML
+    /// files, or `-`: one HTML page on standard input, its refined text on standard output.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output directory: `refined.jsonl` and `refine-report.json`.
+    #[arg(long, default_value = "./trawl-refined")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value_t = EngineName::Extract)]
+    pub engine: EngineName,
+    /// candle: a .gguf file (Qwen3 or Llama architecture) or a Qwen3 safetensors directory.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// openai: the server's base URL (`http://host:8000/v1`).
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// openai: the served model's name.
+    #[arg(long, default_value = "default")]
+    pub served_model: String,
+    #[arg(long, env = "TRAWL_REFINE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The context length: pages whose prompt and token budget do not fit are skipped
+    /// (openai: unsent; candle: at most the model's own).
+    #[arg(long)]
+    pub context_length: Option<usize>,
+    /// The checkpoint's system prompt (ReScraper's is `prompts/student_system_stage2.txt`).
+    #[arg(long)]
+    pub system_prompt: Option<PathBuf>,
+    #[arg(long, default_value_t = MAX_NEW_TOKENS)]
+    pub max_new_tokens: usize,
+    /// Sampling temperature (ReScraper: 1.0, top-p 1); seeded per page by its URL.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f64,
+    /// Greedy decoding instead of sampling.
+    #[arg(long)]
+    pub greedy: bool,
+    /// Pages refined at once (default: the cores for extract, 1 for candle, 8 for openai).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// openai: retries on connection errors, 429 and 5xx.
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// openai: per-request timeout.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_s: u64,
+    #[arg(long, value_enum, default_value_t = Reader::Trawl)]
+    pub reader: Reader,
+    /// Drop near-copies of earlier refined pages, BFF-style: a page whose word n-grams are
+    /// mostly (`--dedup-threshold`) in a Bloom filter of the earlier pages' n-grams.
+    #[arg(long)]
+    pub dedup: bool,
+    #[arg(long, default_value_t = 13)]
+    pub dedup_ngram: usize,
+    #[arg(long, default_value_t = 0.8)]
+    pub dedup_threshold: f64,
+    /// The n-grams the Bloom filter is sized for (1% false positives at this many).
+    #[arg(long, default_value_t = 50_000_000)]
+    pub dedup_expected_ngrams: u64,
+    /// Also write `training.jsonl`: (numbered page, program) pairs in ReScraper's SFT shape.
+    #[arg(long)]
+    pub training_pairs: bool,
+    /// Stop after this many pages.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+/// `refine-report.json`.
+#[derive(Debug, Default, Serialize)]
+pub struct RefineReport {
+    pub engine: String,
+    pub reader: String,
+    pub inputs: usize,
+    pub pages: usize,
+    pub refined: usize,
+    pub dropped: usize,
+    pub decisions: BTreeMap<String, usize>,
+    pub provenance: BTreeMap<String, usize>,
+    pub skipped: BTreeMap<String, usize>,
+    pub errors: BTreeMap<String, usize>,
+    pub fallbacks: usize,
+    pub warnings: BTreeMap<String, usize>,
+    pub duplicates: usize,
+    pub dedup_filter_bytes: usize,
+    pub records_not_html: usize,
+    pub malformed: Vec<String>,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub elapsed_s: f64,
+    pub pages_per_s: f64,
+    pub completion_tokens_per_s: f64,
+}
+
+impl RefineReport {
+    fn add(&mut self, r: &Refined) {
+        self.pages += 1;
+        if let Some(s) = &r.skipped {
+            *self.skipped.entry(s.clone()).or_default() += 1;
+            return;
+        }
+        if let Some(d) = r.decision {
+            *self
+                .decisions
+                .entry(format!("{d:?}").to_lowercase())
+                .or_default() += 1;
+        }
+        if let Some(p) = &r.provenance {
+            *self.provenance.entry(p.clone()).or_default() += 1;
+        }
+        if let Some(e) = &r.error {
+            let kind: String = e.split([' ', '(']).take(3).collect::<Vec<_>>().join(" ");
+            *self.errors.entry(kind).or_default() += 1;
+        }
+        self.fallbacks += usize::from(r.fell_back);
+        for w in &r.warnings {
+            let name = serde_json::to_value(w)
+                .ok()
+                .and_then(|v| v["warning"].as_str().map(str::to_string));
+            *self.warnings.entry(name.unwrap_or_default()).or_default() += 1;
+        }
+        if r.text.is_some() {
+            self.refined += 1;
+        } else {
+            self.dropped += 1;
+        }
+        self.prompt_tokens += r.tokens.prompt;
+        self.completion_tokens += r.tokens.completion;
+    }
+}
+
+fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
+    let sampling = if args.greedy {
+        Sampling::Greedy
+    } else {
+        Sampling::Temperature(args.temperature)
+    };
+    let system = || -> anyhow::Result<String> {
+        let p = args
+            .system_prompt
+            .as_ref()
+            .context("--system-prompt FILE is needed with a model engine")?;
+        std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+    };
+    let backend: Arc<dyn Backend> = match args.engine {
+        EngineName::Extract => return Ok(Engine::Extract),
+        EngineName::Candle => {
+            let m = args
+                .model
+                .as_ref()
+                .context("--model PATH is needed with --engine candle")?;
+            let mut c = Candle::load(m)?;
+            if let Some(n) = args.context_length {
+                c.limit_context(n);
+            }
+            Arc::new(c)
+        }
+        EngineName::Openai => {
+            let base_url = args
+                .endpoint
+                .clone()
+                .context("--endpoint URL is needed with --engine openai")?;
+            Arc::new(OpenAi::new(OpenAiConfig {
+                base_url,
+                model: args.served_model.clone(),
+                api_key: args.api_key.clone(),
+                timeout: Duration::from_secs(args.timeout_s),
+                retries: args.retries,
+                context_length: args.context_length,
+            })?)
+        }
+    };
+    Ok(Engine::Model {
+        backend,
+        system: system()?,
+        max_new_tokens: args.max_new_tokens,
+        sampling,
+    })
+}
+
+struct PageIn {
+    seq: usize,
+    url: String,
+    source: String,
+    html: String,
+}
+
+fn is_archive(p: &Path) -> bool {
+    let s = p.to_string_lossy().to_lowercase();
+    [".warc", ".warc.gz", ".arc", ".arc.gz"]
+        .iter()
+        .any(|x| s.ends_with(x))
+}
+
+fn is_html(p: &Path) -> bool {
+    let s = p.to_string_lossy().to_lowercase();
+    s.ends_with(".html") || s.ends_with(".htm")
+}
+
+/// The files behind the inputs: archives and HTML files, a crawl directory's WARC files.
+fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            let dir = if p.join("warc").is_dir() {
+                p.join("warc")
+            } else {
+                p.clone()
+            };
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| is_archive(f) || is_html(f))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("{}: no WARC, ARC or HTML files", dir.display());
+            }
+            out.extend(files);
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            bail!("{}: no such file or directory", p.display());
+        }
+    }
+    Ok(out)
+}
+
+/// A response record's HTML, decoded, or why there is none.
+fn html_of(rec: &trawl_corpus::archive::Record) -> Option<String> {
+    if rec.kind != "response" {
+        return None;
+    }
+    let resp = trawl_corpus::http::parse(&rec.body)?;
+    if !(200..300).contains(&resp.status) {
+        return None;
+    }
+    let ct = resp.content_type.clone().unwrap_or_default();
+    let encoding = resp.content_encoding.as_deref().filter(|e| match *e {
+        "gzip" | "x-gzip" => resp.body.starts_with(&[0x1f, 0x8b]),
+        "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
+        _ => true,
+    });
+    let body = trawl_body::decode_content(&resp.body, encoding, 64 << 20).ok()?;
+    let html_like = trawl_body::mentions_html(&ct)
+        || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<"));
+    if !html_like {
+        return None;
+    }
+    Some(trawl_body::decode_html(&body, Some(&ct)).0)
+}
+
+fn stdin_page(engine: &Engine, mode: Mode) -> anyhow::Result<()> {
+    let mut raw = Vec::new();
+    std::io::stdin().read_to_end(&mut raw)?;
+    let (html, _) = trawl_body::decode_html(&raw, None);
+    let r = refine_page(engine, mode, "http://localhost/", "-", &html);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", r.text.unwrap_or_default())?;
+    Ok(())
+}
+
+pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
+    let engine = engine(args)?;
+    let mode = match args.reader {
+        Reader::Trawl => Mode::Trawl,
+        Reader::Python => Mode::Python,
+    };
+    if args.inputs.len() == 1 && args.inputs[0].as_os_str() == "-" {
+        stdin_page(&engine, mode)?;
+        return Ok(RefineReport::default());
+    }
+    let files = expand(&args.inputs)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let workers = args.concurrency.unwrap_or(match args.engine {
+        EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        EngineName::Candle => 1,
+        EngineName::Openai => 8,
+    });
+    let mut report = RefineReport {
+        engine: engine.name(),
+        reader: format!("{:?}", args.reader).to_lowercase(),
+        inputs: files.len(),
+        ..RefineReport::default()
+    };
+    let started = Instant::now();
+    let (in_tx, in_rx) = sync_channel::<PageIn>(workers * 4);
+    let (out_tx, out_rx) = sync_channel::<(usize, Refined)>(workers * 4);
+    let in_rx = Arc::new(Mutex::new(in_rx));
+    let side = Arc::new(Mutex::new((0usize, Vec::<String>::new())));
+    let mut rows = std::io::BufWriter::new(std::fs::File::create(args.out.join("refined.jsonl"))?);
+    let mut pairs = match args.training_pairs {
+        true => Some(std::io::BufWriter::new(std::fs::File::create(
+            args.out.join("training.jsonl"),
+        )?)),
+        false => None,
+    };
+    let mut dedup = args.dedup.then(|| {
+        NgramDedup::new(
+            args.dedup_ngram,
+            args.dedup_threshold,
+            args.dedup_expected_ngrams,
+            0.01,
+        )
+    });
+    let progress = Progress::new();
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        for _ in 0..workers.max(1) {
+            let rx = in_rx.clone();
+            let tx = out_tx.clone();
+            let engine = engine.clone();
+            s.spawn(move || {
+                loop {
+                    let next = rx.lock().ok().and_then(|r| r.recv().ok());
+                    let Some(p) = next else { return };
+                    let r = refine_page(&engine, mode, &p.url, &p.source, &p.html);
+                    if tx.send((p.seq, r)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(out_tx);
+        let limit = args.limit.unwrap_or(usize::MAX);
+        let side_r = side.clone();
+        s.spawn(move || {
+            let mut seq = 0usize;
+            'files: for f in &files {
+                let name = f.display().to_string();
+                if is_html(f) {
+                    let Ok(raw) = std::fs::read(f) else {
+                        if let Ok(mut g) = side_r.lock() {
+                            g.1.push(format!("{name}: unreadable"));
+                        }
+                        continue;
+                    };
+                    let (html, _) = trawl_body::decode_html(&raw, None);
+                    let url = format!(
+                        "file://{}",
+                        std::fs::canonicalize(f).unwrap_or(f.clone()).display()
+                    );
+                    if seq >= limit
+                        || in_tx
+                            .send(PageIn {
+                                seq,
+                                url,
+                                source: name,
+                                html,
+                            })
+                            .is_err()
+                    {
+                        break;
+                    }
+                    seq += 1;
+                    continue;
+                }
+                let reader = match ArchiveReader::open(f) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        if let Ok(mut g) = side_r.lock() {
+                            g.1.push(e.to_string());
+                        }
+                        continue;
+                    }
+                };
+                for item in reader {
+                    match item {
+                        Item::Record(rec) => {
+                            let Some(html) = html_of(&rec) else {
+                                if rec.kind == "response"
+                                    && let Ok(mut g) = side_r.lock()
+                                {
+                                    g.0 += 1;
+                                }
+                                continue;
+                            };
+                            if seq >= limit {
+                                break 'files;
+                            }
+                            let url = rec.target_uri.clone().unwrap_or_default();
+                            let source = format!("{name}#{}", rec.number);
+                            if in_tx
+                                .send(PageIn {
+                                    seq,
+                                    url,
+                                    source,
+                                    html,
+                                })
+                                .is_err()
+                            {
+                                break 'files;
+                            }
+                            seq += 1;
+                        }
+                        Item::Malformed { number, message } => {
+                            if let Ok(mut g) = side_r.lock() {
+                                g.1.push(format!("{name} #{number}: {message}"));
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        // Rows are written in input order, whatever order the workers finish in.
+        let mut pending: BTreeMap<usize, Refined> = BTreeMap::new();
+        let mut next = 0usize;
+        for (seq, r) in out_rx {
+            pending.insert(seq, r);
+            while let Some(mut r) = pending.remove(&next) {
+                next += 1;
+                if let (Some(d), Some(t)) = (dedup.as_mut(), r.text.as_deref()) {
+                    let (share, keep) = d.check(t);
+                    if !keep {
+                        r.duplicate_of = Some(format!("ngram-overlap:{share:.3}"));
+                        r.text = None;
+                        report.duplicates += 1;
+                    }
+                }
+                report.add(&r);
+                if let (Some(w), Some(program)) = (pairs.as_mut(), &r.program)
+                    && r.skipped.is_none()
+                {
+                    let row = serde_json::json!({"input": trawl_refine::lines::number_lines(&r.lines), "output": program, "url": r.url});
+                    writeln!(w, "{row}")?;
+                }
+                serde_json::to_writer(&mut rows, &r)?;
+                rows.write_all(b"\n")?;
+                progress.update(&report, started.elapsed());
+            }
+        }
+        Ok(())
+    })?;
+    rows.flush()?;
+    if let Some(mut w) = pairs {
+        w.flush()?;
+    }
+    progress.finish();
+    if let Ok(g) = side.lock() {
+        report.records_not_html = g.0;
+        report.malformed = g.1.iter().take(20).cloned().collect();
+    }
+    report.dedup_filter_bytes = dedup.as_ref().map_or(0, NgramDedup::bytes);
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report.pages_per_s = report.pages as f64 / report.elapsed_s.max(1e-9);
+    report.completion_tokens_per_s = report.completion_tokens as f64 / report.elapsed_s.max(1e-9);
+    std::fs::write(
+        args.out.join("refine-report.json"),
+        serde_json::to_vec_pretty(&report)?,
+    )?;
+    Ok(report)
+}
+
+/// A spinner with the counts on a terminal, a log line every 10 s otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    last: Mutex<Instant>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        });
+        Progress {
+            bar,
+            last: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn line(r: &RefineReport, elapsed: Duration) -> String {
+        let s = elapsed.as_secs_f64().max(1e-9);
+        let skipped: usize = r.skipped.values().sum();
+        format!(
+            "{} pages · {:.1} pages/s · {} refined · {} dropped · {} skipped · {} fallbacks · {} tokens out ({:.0}/s)",
+            r.pages,
+            r.pages as f64 / s,
+            r.refined,
+            r.dropped,
+            skipped,
+            r.fallbacks,
+            r.completion_tokens,
+            r.completion_tokens as f64 / s
+        )
+    }
+
+    fn update(&self, r: &RefineReport, elapsed: Duration) {
+        match &self.bar {
+            Some(b) => b.set_message(Progress::line(r, elapsed)),
+            None => {
+                if let Ok(mut last) = self.last.lock()
+                    && last.elapsed() >= Duration::from_secs(10)
+                {
+                    *last = Instant::now();
+                    tracing::info!("{}", Progress::line(r, elapsed));
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// The counts a run printed at the end.
+pub fn summary(r: &RefineReport, out: &Path) -> String {
+    let counts = |m: &BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "refined {} of {} pages in {:.1}s ({:.1} pages/s) with {}: decisions [{}], skipped [{}], {} fallbacks, {} near-copies dropped\noutputs: {} , {}",
+        r.refined,
+        r.pages,
+        r.elapsed_s,
+        r.pages_per_s,
+        r.engine,
+        counts(&r.decisions),
+        counts(&r.skipped),
+        r.fallbacks,
+        r.duplicates,
+        out.join("refined.jsonl").display(),
+        out.join("refine-report.json").display()
+    )
+}

@@ -1,0 +1,257 @@
+//! `trawl refine` end to end: a crawl's own WARC files and the Common Crawl sample through the
+//! model-free teacher (rows, report, training pairs, n-gram dedup), and the candle backend on
+//! SmolLM2 through the same command.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::options;
+use trawl::refine::{EngineName, Reader, RefineArgs};
+use trawl_testsite::{SiteConfig, TestSite};
+
+fn args(inputs: Vec<PathBuf>, out: &Path) -> RefineArgs {
+    RefineArgs {
+        inputs,
+        out: out.to_path_buf(),
+        engine: EngineName::Extract,
+        model: None,
+        endpoint: None,
+        served_model: "default".into(),
+        api_key: None,
+        context_length: None,
+        system_prompt: None,
+        max_new_tokens: 3072,
+        temperature: 1.0,
+        greedy: false,
+        concurrency: Some(2),
+        retries: 3,
+        timeout_s: 60,
+        reader: Reader::Trawl,
+        dedup: false,
+        dedup_ngram: 13,
+        dedup_threshold: 0.8,
+        dedup_expected_ngrams: 1_000_000,
+        training_pairs: false,
+        limit: None,
+    }
+}
+
+fn rows(out: &Path, file: &str) -> Vec<Value> {
+    std::fs::read_to_string(out.join(file))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Each kept line of the text is one of the rendered lines (the teacher only removes).
+fn copied(row: &Value) -> bool {
+    let lines: Vec<&str> = row["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    row["text"]
+        .as_str()
+        .is_none_or(|t| t.lines().all(|l| lines.contains(&l)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_refined_with_the_teacher_and_deduplicated() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let crawl = tempfile::tempdir().unwrap();
+    let (_, outputs) = trawl::crawl(options(&[site.url("/")], crawl.path()))
+        .await
+        .unwrap();
+    let html_pages = support::pages(crawl.path())
+        .into_iter()
+        .filter(|p| {
+            p["status"] == 200
+                && p["kind"] == "page"
+                && p["content_type"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("html"))
+        })
+        .count();
+    assert!(html_pages >= 5);
+    let out = tempfile::tempdir().unwrap();
+    let mut a = args(vec![crawl.path().to_path_buf()], out.path());
+    a.training_pairs = true;
+    let report = tokio::task::spawn_blocking(move || trawl::refine::run(&a))
+        .await
+        .unwrap()
+        .unwrap();
+    let refined = rows(out.path(), "refined.jsonl");
+    assert_eq!(refined.len(), report.pages);
+    assert_eq!(report.inputs, outputs.warc_files.len());
+    // Every HTML page the crawl fetched (its WARC holds each response once) is a row.
+    assert!(
+        report.pages >= html_pages,
+        "{} rows for {html_pages} pages",
+        report.pages
+    );
+    let with_text: Vec<&Value> = refined.iter().filter(|r| r["text"].is_string()).collect();
+    assert!(with_text.len() >= html_pages / 2, "{report:?}");
+    for r in &refined {
+        assert!(copied(r), "{r}");
+        assert!(r["source"].as_str().unwrap().contains(".warc.gz#"));
+        if r["skipped"].is_null() {
+            assert!(r["program"].as_str().unwrap().starts_with('<'), "{r}");
+            assert_eq!(r["engine"], "extract");
+        }
+    }
+    assert_eq!(report.refined, with_text.len());
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("refine-report.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved["pages"], report.pages);
+    let pairs = rows(out.path(), "training.jsonl");
+    assert!(!pairs.is_empty());
+    assert!(pairs[0]["input"].as_str().unwrap().starts_with("<lid:1> "));
+    // The same pages twice: with dedup on, every second copy of a refined page is dropped.
+    let twice = tempfile::tempdir().unwrap();
+    let mut b = args(
+        vec![crawl.path().to_path_buf(), crawl.path().to_path_buf()],
+        twice.path(),
+    );
+    b.dedup = true;
+    let r2 = tokio::task::spawn_blocking(move || trawl::refine::run(&b))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r2.pages, 2 * report.pages);
+    assert!(
+        r2.duplicates >= report.refined,
+        "{} of {}",
+        r2.duplicates,
+        report.refined
+    );
+    let dups = rows(twice.path(), "refined.jsonl");
+    let second_half = &dups[report.pages..];
+    assert!(second_half.iter().all(|r| r["text"].is_null()));
+    assert!(second_half.iter().any(|r| {
+        r["duplicate_of"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("ngram-overlap:"))
+    }));
+}
+
+fn shared(rel: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    eprintln!(
+        "SKIPPED: {} is not here (the shared sample archives)",
+        p.display()
+    );
+    None
+}
+
+#[test]
+fn the_common_crawl_sample_in_both_readers() {
+    let Some(dir) = shared("data/warc/commoncrawl") else {
+        return;
+    };
+    let inputs = vec![
+        dir.join("CC-MAIN-2020-34-excerpt.warc.gz"),
+        dir.join("clueweb-quirk.warc.gz"),
+        dir.join("whirlwind.warc.gz"),
+    ];
+    for reader in [Reader::Trawl, Reader::Python] {
+        let out = tempfile::tempdir().unwrap();
+        let mut a = args(inputs.clone(), out.path());
+        a.reader = reader;
+        let report = trawl::refine::run(&a).unwrap();
+        assert!(report.malformed.is_empty(), "{:?}", report.malformed);
+        // 16 + 29 + 1 HTML responses in the three files.
+        assert!(report.pages >= 40, "{report:?}");
+        let refined = rows(out.path(), "refined.jsonl");
+        assert!(refined.iter().all(copied));
+        assert!(report.refined >= 30, "{report:?}");
+    }
+}
+
+#[test]
+fn smollm2_through_the_refine_command() {
+    let gguf = PathBuf::from(std::env::var("HOME").unwrap_or_default())
+        .join(".cache/trawl/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let gguf = std::env::var("TRAWL_TEST_GGUF")
+        .map(PathBuf::from)
+        .unwrap_or(gguf);
+    if !gguf.exists() {
+        assert!(
+            std::env::var("TRAWL_REQUIRE_MODEL").is_err(),
+            "{} is missing",
+            gguf.display()
+        );
+        eprintln!(
+            "SKIPPED: {} is missing (scripts/fetch-smollm2.sh)",
+            gguf.display()
+        );
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let prompt = out.path().join("system.txt");
+    std::fs::write(
+        &prompt,
+        "Clean the page: <keep>, <extract>, rm lines, <keep>.",
+    )
+    .unwrap();
+    // Saved pages: three short ones and one past the context.
+    let pages = out.path().join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    for (i, body) in [
+        "Rust 1.90 is out with new lints.",
+        "How to bake bread at home, step by step.",
+        "A list of the best hiking trails.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let html = format!(
+            "<html><body><nav>Home | Blog | About</nav><h1>Page {i}</h1><p>{body}</p><footer>(c) 2026</footer></body></html>"
+        );
+        std::fs::write(pages.join(format!("{i}.html")), html).unwrap();
+    }
+    let long = format!(
+        "<html><body>{}</body></html>",
+        "<p>many words on a long line of a page</p>".repeat(400)
+    );
+    std::fs::write(pages.join("9.html"), long).unwrap();
+    let mut a = args(vec![pages], out.path());
+    a.engine = EngineName::Candle;
+    a.model = Some(gguf);
+    a.system_prompt = Some(prompt);
+    a.max_new_tokens = 12;
+    a.limit = Some(4);
+    // Long prompts are slow on a CPU; the ones past 1,024 tokens are skipped, recorded.
+    a.context_length = Some(1024);
+    let report = trawl::refine::run(&a).unwrap();
+    assert_eq!(report.pages, 4);
+    assert!(report.engine.starts_with("candle:SmolLM2"));
+    let refined = rows(out.path(), "refined.jsonl");
+    // Long pages do not fit the model's 4,096 positions and are skipped, recorded; the others
+    // carry the raw generation and what the executor made of it.
+    for r in &refined {
+        match r["skipped"].as_str() {
+            Some("too_long") => {
+                assert!(r["error"].as_str().unwrap().contains("exceeds the context"))
+            }
+            Some(other) => panic!("skipped: {other}: {r}"),
+            None => {
+                assert!(r["generation"]["text"].is_string());
+                assert!(r["tokens"]["completion"].as_u64().unwrap() <= 12);
+            }
+        }
+        assert!(!r["lines"].as_array().unwrap().is_empty());
+    }
+    assert!(
+        refined.iter().any(|r| r["skipped"].is_null()),
+        "some page fits: {report:?}"
+    );
+    assert!(report.completion_tokens > 0);
+}
