@@ -53,10 +53,18 @@ def one(item):
 def main():
     out = sys.argv[1]
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
-    tmp = out + ".part"
+    # A temporary file of this process's own: a second run never writes into it.
+    tmp = f"{out}.{os.getpid()}.part"
+    rendered = 0
     with open(tmp, "w") as f, Pool(jobs) as pool:
         for row in pool.imap(one, pages(), chunksize=4):
+            rendered += row["text"] is not None
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+    if rendered == 0:
+        # Every page failed (the package did not import?): nothing worth keeping.
+        os.remove(tmp)
+        sys.exit("refine-reference: the converter rendered no page")
     os.replace(tmp, out)
 
 

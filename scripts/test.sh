@@ -56,11 +56,11 @@ fi
 refdir="$PWD/target/refine-parity"
 ref="$refdir/reference-$(cat scripts/refine-reference.py scripts/requirements-mineru.txt | sha256sum | cut -c1-16).jsonl"
 mkdir -p "$refdir"
+# One run at a time (flock); the test waits while the lock is held.
 if [ ! -f "$ref" ]; then
-  # The .part file marks the run as under way; the test waits for it.
-  : > "$ref.part"
-  nice -n 10 .venv-mineru/bin/python3 scripts/refine-reference.py "$ref" --jobs 2 \
-    > "$refdir/reference.log" 2>&1 || rm -f "$ref.part" &
+  ( flock -n 9 || exit 0
+    nice -n 10 .venv-mineru/bin/python3 scripts/refine-reference.py "$ref" --jobs 2
+  ) 9>"$ref.lock" > "$refdir/reference.log" 2>&1 < /dev/null &
 fi
 export TRAWL_REFINE_REFERENCE="$ref"
 ./scripts/fetch-model.sh

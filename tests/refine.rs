@@ -33,6 +33,7 @@ fn args(inputs: Vec<PathBuf>, out: &Path) -> RefineArgs {
         dedup_expected_ngrams: 1_000_000,
         training_pairs: false,
         limit: None,
+        max_html_bytes: 8 << 20,
     }
 }
 

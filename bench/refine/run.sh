@@ -6,10 +6,10 @@
 # - the candle backend against llama.cpp's server (llama-cpp-python) on the same GGUF
 #   (SmolLM2-135M-Instruct Q4_1), the same prompts, greedy, one thread each.
 #
-#   bench/refine/run.sh [PAGES] [MAX_NEW_TOKENS]     # defaults 20 and 64
+#   bench/refine/run.sh [PAGES] [MAX_NEW_TOKENS]     # defaults 6 and 32 (pages of at most 2,000 characters)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pages="${1:-20}"; max_new="${2:-64}"
+pages="${1:-6}"; max_new="${2:-32}"
 out=target/refine-bench; mkdir -p "$out"
 ref="$(ls -t target/refine-parity/reference-*.jsonl 2>/dev/null | head -1 || true)"
 if [ -z "$ref" ]; then

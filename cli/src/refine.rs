@@ -104,6 +104,9 @@ pub struct RefineArgs {
     /// Stop after this many pages.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Pages with more HTML than this are recorded as skipped (`too_large`), not rendered.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub max_html_bytes: usize,
 }
 
 /// `refine-report.json`.
@@ -218,6 +221,38 @@ fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
     })
 }
 
+/// Consecutive backend failures after which a run stops.
+const MAX_BACKEND_FAILURES: usize = 20;
+
+/// One page on a worker: a panic is recorded as the page's error, not the run's end.
+fn refine_one(engine: &Engine, mode: Mode, p: &PageIn, max_html: usize) -> Refined {
+    if p.html.len() > max_html {
+        let mut r = refine_page(engine, mode, &p.url, &p.source, "");
+        r.skipped = Some("too_large".into());
+        r.error = Some(format!(
+            "{} bytes of HTML, over --max-html-bytes {max_html}",
+            p.html.len()
+        ));
+        return r;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        refine_page(engine, mode, &p.url, &p.source, &p.html)
+    })) {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let mut r = refine_page(engine, mode, &p.url, &p.source, "");
+            r.skipped = Some("panic".into());
+            r.error = Some(format!("refining this page panicked: {msg}"));
+            r
+        }
+    }
+}
+
 struct PageIn {
     seq: usize,
     url: String,
@@ -313,6 +348,7 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
     let files = expand(&args.inputs)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
+    let max_html = args.max_html_bytes;
     let workers = args.concurrency.unwrap_or(match args.engine {
         EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
         EngineName::Candle => 1,
@@ -327,7 +363,10 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
     let started = Instant::now();
     let (in_tx, in_rx) = sync_channel::<PageIn>(workers * 4);
     let (out_tx, out_rx) = sync_channel::<(usize, Refined)>(workers * 4);
-    let in_rx = Arc::new(Mutex::new(in_rx));
+    // How far the reader may run ahead of the writer: a slow page holds every row after it
+    // in the reorder buffer, so that buffer is bounded too.
+    let ahead = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
+    let window = workers.max(1) * 16;
     let side = Arc::new(Mutex::new((0usize, Vec::<String>::new())));
     let mut rows = std::io::BufWriter::new(std::fs::File::create(args.out.join("refined.jsonl"))?);
     let mut pairs = match args.training_pairs {
@@ -346,6 +385,8 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
     });
     let progress = Progress::new();
     std::thread::scope(|s| -> anyhow::Result<()> {
+        // Owned by the workers alone: when they are gone the reader's sends fail and it stops.
+        let in_rx = Arc::new(Mutex::new(in_rx));
         for _ in 0..workers.max(1) {
             let rx = in_rx.clone();
             let tx = out_tx.clone();
@@ -354,18 +395,30 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
                 loop {
                     let next = rx.lock().ok().and_then(|r| r.recv().ok());
                     let Some(p) = next else { return };
-                    let r = refine_page(&engine, mode, &p.url, &p.source, &p.html);
+                    let r = refine_one(&engine, mode, &p, max_html);
                     if tx.send((p.seq, r)).is_err() {
                         return;
                     }
                 }
             });
         }
+        drop(in_rx);
         drop(out_tx);
+        let ahead_r = ahead.clone();
         let limit = args.limit.unwrap_or(usize::MAX);
         let side_r = side.clone();
         s.spawn(move || {
             let mut seq = 0usize;
+            let wait_turn = |seq: usize| {
+                let (lock, cv) = &*ahead_r;
+                let Ok(mut written) = lock.lock() else { return };
+                while seq >= *written + window {
+                    match cv.wait_timeout(written, Duration::from_secs(1)) {
+                        Ok((w, _)) => written = w,
+                        Err(_) => return,
+                    }
+                }
+            };
             'files: for f in &files {
                 let name = f.display().to_string();
                 if is_html(f) {
@@ -380,6 +433,7 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
                         "file://{}",
                         std::fs::canonicalize(f).unwrap_or(f.clone()).display()
                     );
+                    wait_turn(seq);
                     if seq >= limit
                         || in_tx
                             .send(PageIn {
@@ -420,6 +474,7 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
                             }
                             let url = rec.target_uri.clone().unwrap_or_default();
                             let source = format!("{name}#{}", rec.number);
+                            wait_turn(seq);
                             if in_tx
                                 .send(PageIn {
                                     seq,
@@ -445,10 +500,31 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
         // Rows are written in input order, whatever order the workers finish in.
         let mut pending: BTreeMap<usize, Refined> = BTreeMap::new();
         let mut next = 0usize;
+        let mut failing = 0usize;
         for (seq, r) in out_rx {
             pending.insert(seq, r);
             while let Some(mut r) = pending.remove(&next) {
                 next += 1;
+                {
+                    let (lock, cv) = &*ahead;
+                    if let Ok(mut w) = lock.lock() {
+                        *w = next;
+                    }
+                    cv.notify_all();
+                }
+                // A backend that fails page after page is down or misconfigured: stop
+                // rather than record the whole input as skipped.
+                failing = if r.skipped.as_deref() == Some("backend") {
+                    failing + 1
+                } else {
+                    0
+                };
+                if failing >= MAX_BACKEND_FAILURES {
+                    bail!(
+                        "the model backend failed on {failing} pages in a row, the last: {}",
+                        r.error.as_deref().unwrap_or("?")
+                    );
+                }
                 if let (Some(d), Some(t)) = (dedup.as_mut(), r.text.as_deref()) {
                     let (share, keep) = d.check(t);
                     if !keep {

@@ -118,7 +118,7 @@ fn main() {
         }
         Some("candle") => {
             let m = Candle::load(std::path::Path::new(&a[1])).expect("model");
-            let ps = prompts(&a[2], a[3].parse().unwrap_or(10), 6000);
+            let ps = prompts(&a[2], a[3].parse().unwrap_or(6), 2000);
             println!("{}", run(&m, &ps, a[4].parse().unwrap_or(64)));
         }
         Some("openai") => {
@@ -131,7 +131,7 @@ fn main() {
                 context_length: None,
             })
             .expect("client");
-            let ps = prompts(&a[2], a[3].parse().unwrap_or(10), 6000);
+            let ps = prompts(&a[2], a[3].parse().unwrap_or(6), 2000);
             println!("{}", run(&c, &ps, a[4].parse().unwrap_or(64)));
         }
         _ => eprintln!("usage: refine_bench render|candle|openai ..."),

@@ -136,7 +136,7 @@ pub fn refine_lines(
         } => {
             let req = Request {
                 system: system.clone(),
-                page: number_lines(&r.lines),
+                page: crate::backend::defuse(&number_lines(&r.lines)),
                 seed: seed_for(url),
                 max_new_tokens: *max_new_tokens,
                 sampling: *sampling,
@@ -155,7 +155,16 @@ pub fn refine_lines(
                     return r;
                 }
                 Err(e) => {
-                    r.skipped = Some("backend".into());
+                    // A page the server refused (400, 413, 422) is this page's problem; any
+                    // other failure is the backend's, and a run stops after many in a row.
+                    r.skipped = Some(
+                        if e.is_page_error() {
+                            "rejected"
+                        } else {
+                            "backend"
+                        }
+                        .into(),
+                    );
                     r.error = Some(e.to_string());
                     return r;
                 }

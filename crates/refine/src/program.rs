@@ -450,8 +450,10 @@ fn read_ops(lines: &[String], warnings: &mut Vec<Warning>, extract: bool) -> Vec
 /// whitespace collapsed, empty lines dropped.
 fn apply(lines: &[String], ops: &[Op], out: &mut Outcome) -> Option<String> {
     let n = lines.len() as u64;
-    let mut removed = vec![false; lines.len()];
     let mut out_of_range = 0usize;
+    // Ranges marked in a difference array: a program of many long ranges costs its length
+    // plus the page's, not their product.
+    let mut delta = vec![0i64; lines.len() + 1];
     for op in ops {
         if let Op::Rm(a, b) = *op {
             if a > b {
@@ -462,11 +464,20 @@ fn apply(lines: &[String], ops: &[Op], out: &mut Outcome) -> Option<String> {
             }
             let lo = a.max(1);
             let hi = b.min(n);
-            for k in lo..=hi {
-                removed[(k - 1) as usize] = true;
+            if lo <= hi {
+                delta[(lo - 1) as usize] += 1;
+                delta[hi as usize] -= 1;
             }
         }
     }
+    let mut depth = 0i64;
+    let removed: Vec<bool> = delta[..lines.len()]
+        .iter()
+        .map(|d| {
+            depth += d;
+            depth > 0
+        })
+        .collect();
     let mut kept: Vec<String> = lines.to_vec();
     for op in ops {
         if let Op::Sub(line, s) = op {

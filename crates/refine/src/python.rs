@@ -59,7 +59,7 @@ fn parse_staged(pred: &str) -> (Vec<String>, String, String) {
 /// `editops.apply_ops`: Err when Python raises (a `sub` payload that is JSON but no string).
 fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
     let n = lines.len() as u64;
-    let mut removed = vec![false; lines.len()];
+    let mut delta = vec![0i64; lines.len() + 1];
     let mut subs: Vec<Vec<String>> = vec![Vec::new(); lines.len()];
     for l in ops {
         let l = py_strip(l);
@@ -67,8 +67,10 @@ fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
             continue;
         }
         if let Some((a, b)) = is_rm(l) {
-            for k in a.max(1)..=b.min(n) {
-                removed[(k - 1) as usize] = true;
+            let (lo, hi) = (a.max(1), b.min(n));
+            if lo <= hi {
+                delta[(lo - 1) as usize] += 1;
+                delta[hi as usize] -= 1;
             }
             continue;
         }
@@ -87,6 +89,14 @@ fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
             }
         }
     }
+    let mut depth = 0i64;
+    let removed: Vec<bool> = delta[..lines.len()]
+        .iter()
+        .map(|d| {
+            depth += d;
+            depth > 0
+        })
+        .collect();
     let mut out = Vec::new();
     for (i, x) in lines.iter().enumerate() {
         if removed[i] {
@@ -158,6 +168,12 @@ pub fn read(lines: &[String], pred: &str) -> Result<(String, String), String> {
 }
 
 pub fn execute(lines: &[String], pred: &str) -> Outcome {
+    // Read as far as the trawl reading does (the whole text stays in the record).
+    let mut cut = pred.len().min(crate::program::MAX_PROGRAM_BYTES);
+    while !pred.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let pred = &pred[..cut];
     let mut out = Outcome {
         decision: None,
         provenance: None,

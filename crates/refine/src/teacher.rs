@@ -54,6 +54,7 @@ pub fn teach(lines: &[String], text: &str) -> Teaching {
     // A line found whole is kept as many times as the extracted text holds it: a title
     // rendered from <title>, og:title and <h1> counts once.
     let mut budget: HashMap<String, usize> = HashMap::new();
+    let mut scan_budget: usize = 4_000_000_000;
     let keep: Vec<bool> = lines
         .iter()
         .map(|l| {
@@ -62,10 +63,21 @@ pub fn teach(lines: &[String], text: &str) -> Teaching {
                 return false;
             }
             let words = n.split(' ').count();
-            if (words >= 3 && whole.contains(&format!(" {n} "))) || ext_lines.contains(&n) {
-                let left = budget
-                    .entry(n.clone())
-                    .or_insert_with(|| whole.matches(&format!(" {n} ")).count().max(1));
+            // Searching the whole extracted text for each line is lines x text: past a
+            // budget (a page of tens of thousands of lines) only exact lines and pairs count.
+            let search = scan_budget > 0;
+            if search {
+                scan_budget = scan_budget.saturating_sub(whole.len());
+            }
+            if (words >= 3 && search && whole.contains(&format!(" {n} "))) || ext_lines.contains(&n)
+            {
+                let left = budget.entry(n.clone()).or_insert_with(|| {
+                    if search {
+                        whole.matches(&format!(" {n} ")).count().max(1)
+                    } else {
+                        1
+                    }
+                });
                 if *left == 0 {
                     return false;
                 }

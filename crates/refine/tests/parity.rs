@@ -22,6 +22,17 @@ fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// Whether another process holds the flock on `lock` (flock -n fails while it does).
+fn locked(lock: &Path) -> bool {
+    lock.exists()
+        && std::process::Command::new("flock")
+            .args(["-n", "-E", "75"])
+            .arg(lock)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.code() == Some(75))
+}
+
 fn reference() -> Option<PathBuf> {
     let path = match std::env::var("TRAWL_REFINE_REFERENCE") {
         Ok(p) => PathBuf::from(p),
@@ -41,16 +52,11 @@ fn reference() -> Option<PathBuf> {
             ))
         }
     };
-    // The test command's background run may still be writing it (a .part written to in the
-    // last five minutes); a stale one is left over from a run that was stopped.
-    let part = PathBuf::from(format!("{}.part", path.display()));
-    let live = |p: &Path| {
-        std::fs::metadata(p)
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(300))
-    };
+    // The test command's background run may still be writing it: it holds `<path>.lock`
+    // (flock) while it runs; the wait is bounded.
+    let lock = PathBuf::from(format!("{}.lock", path.display()));
     let start = Instant::now();
-    while !path.exists() && live(&part) && start.elapsed() < Duration::from_secs(1800) {
+    while !path.exists() && locked(&lock) && start.elapsed() < Duration::from_secs(1800) {
         std::thread::sleep(Duration::from_secs(2));
     }
     if path.exists() {
@@ -58,6 +64,19 @@ fn reference() -> Option<PathBuf> {
     }
     let py = python()?;
     std::fs::create_dir_all(path.parent()?).ok()?;
+    // Under the same lock, so a background run started meanwhile does not race this one.
+    let status = std::process::Command::new("flock")
+        .arg(&lock)
+        .arg(&py)
+        .arg(root().join("scripts/refine-reference.py"))
+        .arg(&path)
+        .status();
+    if let Ok(st) = status {
+        assert!(st.success() || path.exists(), "refine-reference.py failed");
+        if path.exists() {
+            return Some(path);
+        }
+    }
     let status = std::process::Command::new(py)
         .arg(root().join("scripts/refine-reference.py"))
         .arg(&path)

@@ -85,6 +85,8 @@ pub trait Backend: Send + Sync {
 /// The user turn and the system prompt in ChatML, as Qwen3's template writes them with
 /// `enable_thinking=False` (an empty think block opening the answer) or as plain ChatML.
 pub fn chatml(system: &str, page: &str, empty_think: bool) -> String {
+    let page = defuse(page);
+    let page = page.as_str();
     let mut s = String::with_capacity(system.len() + page.len() + 96);
     s.push_str("<|im_start|>system\n");
     s.push_str(system);
@@ -95,6 +97,15 @@ pub fn chatml(system: &str, page: &str, empty_think: bool) -> String {
         s.push_str("<think>\n\n</think>\n\n");
     }
     s
+}
+
+/// Page text cannot open or close a chat turn: the tokenizer reads `<|im_end|>` in text as
+/// the special token, so a page could write its own assistant turn.
+pub fn defuse(text: &str) -> String {
+    if !text.contains("<|") {
+        return text.to_string();
+    }
+    text.replace("<|", "<\u{200b}|")
 }
 
 /// A page's seed: FNV-1a of its URL, so reruns sample the same programs.

@@ -3,6 +3,8 @@
 //! made with the server's own tokenizer before a page is sent, and a context overflow the
 //! server reports read as one.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -26,6 +28,10 @@ pub struct OpenAi {
     cfg: OpenAiConfig,
     root: String,
     http: reqwest::blocking::Client,
+    /// The server has no tokenize endpoint: the context check is left to the server.
+    no_tokenizer: AtomicBool,
+    /// The system prompt's token count (the same on every page).
+    system_tokens: Mutex<Option<(String, usize)>>,
 }
 
 impl OpenAi {
@@ -39,7 +45,13 @@ impl OpenAi {
             .timeout(cfg.timeout)
             .build()
             .map_err(|e| BackendError::Model(format!("HTTP client: {e}")))?;
-        Ok(OpenAi { cfg, root, http })
+        Ok(OpenAi {
+            cfg,
+            root,
+            http,
+            no_tokenizer: AtomicBool::new(false),
+            system_tokens: Mutex::new(None),
+        })
     }
 
     fn post(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
@@ -82,6 +94,35 @@ impl OpenAi {
     /// Tokens in `text` by the server's tokenizer: vLLM's and llama.cpp's `/tokenize`, or
     /// llama-cpp-python's `/extras/tokenize/count`; `None` when the server has neither.
     fn count_tokens(&self, text: &str) -> Option<usize> {
+        if self.no_tokenizer.load(Ordering::Relaxed) {
+            return None;
+        }
+        let n = self.count_tokens_once(text);
+        if n.is_none() {
+            tracing::warn!(
+                "{} has no tokenize endpoint: pages are sent without the context check",
+                self.root
+            );
+            self.no_tokenizer.store(true, Ordering::Relaxed);
+        }
+        n
+    }
+
+    fn system_count(&self, system: &str) -> Option<usize> {
+        if let Ok(g) = self.system_tokens.lock()
+            && let Some((s, n)) = &*g
+            && s == system
+        {
+            return Some(*n);
+        }
+        let n = self.count_tokens(system)?;
+        if let Ok(mut g) = self.system_tokens.lock() {
+            *g = Some((system.to_string(), n));
+        }
+        Some(n)
+    }
+
+    fn count_tokens_once(&self, text: &str) -> Option<usize> {
         let body =
             json!({"model": self.cfg.model, "prompt": text, "content": text, "add_special": false});
         if let Ok(v) = self.post_once("/tokenize", &body) {
@@ -156,8 +197,8 @@ impl Backend for OpenAi {
     fn generate(&self, req: &Request) -> Result<Reply, BackendError> {
         let mut prompt_tokens = 0;
         if let Some(limit) = self.cfg.context_length
-            && let (Some(a), Some(b)) =
-                (self.count_tokens(&req.system), self.count_tokens(&req.page))
+            && let Some(a) = self.system_count(&req.system)
+            && let Some(b) = self.count_tokens(&req.page)
         {
             // The chat template adds a few tokens around the two turns.
             prompt_tokens = a + b + 16;

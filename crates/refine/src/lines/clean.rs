@@ -38,21 +38,16 @@ fn collect_ids(el: &El, ids: &mut Vec<String>) {
 }
 
 fn clean_forms(el: &mut El) {
-    let mut i = 0;
-    while i < el.children.len() {
-        if el.children[i].is("form") {
-            let form = &mut el.children[i];
-            remove_where(form, &|e| FORM_DROPS.contains(&e.tag.as_str()), false);
-            clean_forms(form);
-            if form.children.is_empty() || form.text_content().trim().is_empty() {
-                el.remove_with_tail(i);
-                continue;
-            }
-        } else {
-            clean_forms(&mut el.children[i]);
+    for c in &mut el.children {
+        if c.is("form") {
+            remove_where(c, &|e| FORM_DROPS.contains(&e.tag.as_str()), false);
         }
-        i += 1;
+        clean_forms(c);
     }
+    el.remove_children(
+        &|c| c.is("form") && (c.children.is_empty() || c.text_content().trim().is_empty()),
+        false,
+    );
 }
 
 /// `config.INVISIBLE_TAGS`, the rules that apply to every site.
@@ -73,17 +68,8 @@ fn invisible(e: &El) -> bool {
 
 /// Removes every element matching `pred` (outermost first), keeping or dropping its tail.
 pub fn remove_where(el: &mut El, pred: &dyn Fn(&El) -> bool, keep_tail: bool) {
-    let mut i = 0;
-    while i < el.children.len() {
-        if pred(&el.children[i]) {
-            if keep_tail {
-                el.remove_keep_tail(i);
-            } else {
-                el.remove_with_tail(i);
-            }
-            continue;
-        }
-        remove_where(&mut el.children[i], pred, keep_tail);
-        i += 1;
+    el.remove_children(pred, keep_tail);
+    for c in &mut el.children {
+        remove_where(c, pred, keep_tail);
     }
 }

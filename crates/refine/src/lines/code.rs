@@ -163,6 +163,8 @@ fn tag_code(root: &mut El) {
         .collect();
     let mut blocks = Vec::new();
     let mut inline = Vec::new();
+    // Many inline codes share one block parent: its check is made once.
+    let mut checked: std::collections::HashMap<Path, bool> = std::collections::HashMap::new();
     for p in nodes {
         let Some(e) = at(root, &p) else { continue };
         let text = e.text_content();
@@ -176,9 +178,13 @@ fn tag_code(root: &mut El) {
         while !q.is_empty() && at(root, &q).is_some_and(|e| !BLOCK_ELES.contains(&e.tag.as_str())) {
             q.pop();
         }
-        match at(root, &q) {
-            Some(parent) if !all_chars_in_code(parent) => inline.push(p),
-            _ => blocks.push(p),
+        let all_code = *checked
+            .entry(q.clone())
+            .or_insert_with(|| at(root, &q).is_none_or(all_chars_in_code));
+        if all_code {
+            blocks.push(p);
+        } else {
+            inline.push(p);
         }
     }
     replace_all(root, inline, false, true);
@@ -292,15 +298,12 @@ fn classes(root: &mut El) {
 }
 
 fn remove_empty(e: &mut El) {
-    let mut i = 0;
-    while i < e.children.len() {
-        let c = &e.children[i];
-        if (c.is(CC_CODE) || c.is(CC_CODE_INLINE)) && c.text.as_deref().is_none_or(str::is_empty) {
-            e.remove_with_tail(i);
-            continue;
-        }
-        remove_empty(&mut e.children[i]);
-        i += 1;
+    e.remove_children(
+        &|c| (c.is(CC_CODE) || c.is(CC_CODE_INLINE)) && c.text.as_deref().is_none_or(str::is_empty),
+        false,
+    );
+    for c in &mut e.children {
+        remove_empty(c);
     }
 }
 
@@ -309,11 +312,15 @@ fn remove_empty(e: &mut El) {
 fn replace_all(root: &mut El, mut paths: Vec<Path>, in_pre: bool, inline: bool) {
     paths.sort();
     paths.dedup();
-    for p in paths.into_iter().rev() {
+    while let Some(p) = paths.pop() {
         if at(root, &p).is_none() {
             continue;
         }
-        replace(root, &p, in_pre, inline);
+        if let Some(gone) = replace(root, &p, in_pre, inline) {
+            // Targets inside the removed gutter went with it; the paths left are earlier in
+            // document order, so no other index moved.
+            paths.retain(|q| !q.starts_with(&gone));
+        }
     }
 }
 
@@ -324,8 +331,9 @@ fn lang_of(e: &El) -> Option<String> {
     })
 }
 
-fn replace(root: &mut El, path: &[usize], in_pre: bool, inline: bool) {
-    let Some(node) = at(root, path) else { return };
+/// Returns the path of a line-number gutter removed beside the block, if one was.
+fn replace(root: &mut El, path: &[usize], in_pre: bool, inline: bool) -> Option<Path> {
+    let node = at(root, path)?;
     let mut language = node.iter().into_iter().find_map(lang_of);
     if language.is_none() {
         for k in (0..path.len()).rev() {
@@ -336,13 +344,15 @@ fn replace(root: &mut El, path: &[usize], in_pre: bool, inline: bool) {
         }
     }
     let mut path = path.to_vec();
+    let mut gone = None;
     if !inline && let Some(shift) = remove_gutter(root, &path) {
         // The removed sibling stood before an ancestor at depth `shift`.
+        let mut g = path[..=shift].to_vec();
+        g[shift] -= 1;
+        gone = Some(g);
         path[shift] -= 1;
     }
-    let Some(node) = at_mut(root, &path) else {
-        return;
-    };
+    let node = at_mut(root, &path)?;
     let full = if in_pre {
         mark_blocks(node);
         node.text_content()
@@ -358,6 +368,7 @@ fn replace(root: &mut El, path: &[usize], in_pre: bool, inline: bool) {
         node.set_attr("language", &l);
     }
     node.text = Some(text);
+    gone
 }
 
 /// `_detect_and_remove_subling_lineno`: a line-number column just before the block (or
@@ -493,34 +504,44 @@ fn tidy(full: &str) -> String {
         text = text
             .split('\n')
             .zip(indents)
-            .map(|(l, pos)| l.get(pos..).unwrap_or(""))
+            .map(|(l, pos)| l.chars().skip(pos).collect::<String>())
             .collect::<Vec<_>>()
             .join("\n");
     }
     let lines: Vec<&str> = text.split('\n').collect();
+    // Leading whitespace of each line and its length, once: the common indentation is the
+    // longest run of one whitespace character that every line reaching it shares.
+    let heads: Vec<(Vec<char>, usize)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l.chars().take_while(|c| c.is_whitespace()).collect(),
+                l.chars().count(),
+            )
+        })
+        .collect();
     let mut common = 0;
     loop {
         let mut first: Option<char> = None;
         let mut more = false;
-        for l in &lines {
-            let Some(c) = l.chars().nth(common) else {
+        for (ws, len) in &heads {
+            if *len <= common {
                 continue;
-            };
-            if c.is_whitespace() {
-                match first {
-                    None => {
-                        more = true;
-                        first = Some(c);
-                    }
-                    Some(f) if f != c => {
-                        more = false;
-                        break;
-                    }
-                    _ => {}
-                }
-            } else {
+            }
+            let Some(&c) = ws.get(common) else {
                 more = false;
                 break;
+            };
+            match first {
+                None => {
+                    more = true;
+                    first = Some(c);
+                }
+                Some(f) if f != c => {
+                    more = false;
+                    break;
+                }
+                _ => {}
             }
         }
         if !more {
@@ -545,14 +566,21 @@ fn detect_lineno(s: &str, code_after: bool) -> (bool, Vec<usize>) {
         if l.is_empty() {
             empty += 1;
         }
-        let pre = l.len() - l.trim_start().len();
-        let rest = &l[pre..];
-        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        let after = &rest[digits..];
-        let post = after.len() - after.trim_start().len();
-        let ok = digits > 0 && (code_after || after.trim_start().is_empty());
+        // Widths in characters, as Python slices.
+        let chars: Vec<char> = l.chars().collect();
+        let pre = chars.iter().take_while(|c| c.is_whitespace()).count();
+        let digits = chars[pre..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let post = chars[pre + digits..]
+            .iter()
+            .take_while(|c| c.is_whitespace())
+            .count();
+        let ok = digits > 0 && (code_after || pre + digits + post == chars.len());
         if ok {
-            parsed.push((pre, digits, post, rest[..digits].parse().ok()));
+            let n: String = chars[pre..pre + digits].iter().collect();
+            parsed.push((pre, digits, post, Some(n.parse().unwrap_or(u64::MAX))));
         } else {
             parsed.push((0, 0, 0, None));
         }
@@ -568,7 +596,7 @@ fn detect_lineno(s: &str, code_after: bool) -> (bool, Vec<usize>) {
     let mut last: Option<u64> = None;
     let (mut count, mut max) = (0, 0);
     for &n in &nums {
-        if last.is_some_and(|l| l + 1 == n) {
+        if last.is_some_and(|l| l.checked_add(1) == Some(n)) {
             last = Some(n);
             count += 1;
         } else {

@@ -144,13 +144,18 @@ fn process<'a>(node: &'a El, out: &mut Vec<El>) {
     flush(node, &mut run, out);
 }
 
+/// Past this many joins in one paragraph, pieces are appended without re-reading the whole
+/// text (the converter re-normalises it at every join: quadratic on hostile pages).
+const MAX_FULL_JOINS: usize = 2000;
+
 /// `__get_paragraph_text`: the pieces of one paragraph.
 pub fn pieces(p: &El) -> Vec<Piece> {
     let mut p = p.clone();
     p.tail = None;
     unwrap_subsup(&mut p);
     let mut out = Vec::new();
-    let fin = walk(&p, String::new(), &mut out);
+    let mut joins = 0usize;
+    let fin = walk(&p, String::new(), &mut out, &mut joins);
     if !fin.is_empty() {
         out.push(Piece::Text(fin));
     }
@@ -162,7 +167,25 @@ pub fn pieces(p: &El) -> Vec<Piece> {
         .collect()
 }
 
-fn walk(el: &El, mut text: String, out: &mut Vec<Piece>) -> String {
+fn join_text(text: String, piece: &str, renormalize: bool, joins: &mut usize) -> String {
+    *joins += 1;
+    if *joins <= MAX_FULL_JOINS {
+        let t1 = if renormalize {
+            normalize_space(&text)
+        } else {
+            text
+        };
+        return combine(&t1, piece);
+    }
+    let mut text = text;
+    if !text.is_empty() && !piece.is_empty() {
+        text.push(' ');
+    }
+    text.push_str(piece.trim());
+    text
+}
+
+fn walk(el: &El, mut text: String, out: &mut Vec<Piece>, joins: &mut usize) -> String {
     if el.is("ccmath-inline") || el.is(CC_CODE_INLINE) {
         if !text.is_empty() {
             out.push(Piece::Text(std::mem::take(&mut text)));
@@ -180,10 +203,10 @@ fn walk(el: &El, mut text: String, out: &mut Vec<Piece>) -> String {
         if let Some(t) = &el.text
             && !t.trim().is_empty()
         {
-            text = combine(&normalize_space(&text), &normalize_space(t.trim()));
+            text = join_text(text, &normalize_space(t.trim()), true, joins);
         }
         for c in &el.children {
-            text = walk(c, text, out);
+            text = walk(c, text, out, joins);
         }
     }
     if let Some(tail) = &el.tail
@@ -197,7 +220,7 @@ fn walk(el: &El, mut text: String, out: &mut Vec<Piece>) -> String {
                 .next()
                 .is_some_and(|c| c.is_ascii_punctuation());
         let t2 = if lead { format!(" {norm}") } else { norm };
-        text = combine(&text, &t2);
+        text = join_text(text, &t2, false, joins);
     }
     text
 }

@@ -263,6 +263,11 @@ fn markdown(t: &El) -> String {
     if width == 0 {
         return String::new();
     }
+    // Padding every row to the widest one is rows x width cells: a hostile table of one
+    // wide row and many short ones would take gigabytes; its text is written plainly.
+    if rs.len().saturating_mul(width) > 1_000_000 {
+        return plain(t);
+    }
     let mut out = Vec::new();
     for (i, r) in rs.iter().enumerate() {
         let mut cs = row_cells(r);

@@ -74,7 +74,11 @@ pub fn strip_tags(s: &str, sep: &str) -> String {
         let opens = next.is_ascii_alphabetic()
             || matches!(next, b'!' | b'?')
             || (next == b'/' && b.get(at + 2).is_some_and(|c| c.is_ascii_alphabetic()));
-        if opens && let Some(close) = s[at..].find('>') {
+        if opens {
+            // No '>' after this one: none can close a later '<' either.
+            let Some(close) = s[at..].find('>') else {
+                break;
+            };
             out.push_str(&s[last..at]);
             out.push_str(sep);
             i = at + close + 1;
@@ -132,40 +136,39 @@ pub fn combine(t1: &str, t2: &str) -> String {
 /// Replaces every `<sub>`/`<sup>` with its content between markers, as the converter's
 /// regex over the serialised markup does (children stay elements, the markers are text).
 pub fn unwrap_subsup(el: &mut El) {
-    let mut i = 0;
-    while i < el.children.len() {
-        unwrap_subsup(&mut el.children[i]);
-        let tag = el.children[i].tag.as_str();
-        if tag != "sub" && tag != "sup" {
-            i += 1;
-            continue;
-        }
-        let (open, close) = if tag == "sub" {
-            (SUB_OPEN, SUB_CLOSE)
-        } else {
-            (SUP_OPEN, SUP_CLOSE)
+    if !el
+        .children
+        .iter()
+        .any(|c| c.tag == "sub" || c.tag == "sup" || !c.children.is_empty())
+    {
+        return;
+    }
+    let old = std::mem::take(&mut el.children);
+    for mut c in old {
+        unwrap_subsup(&mut c);
+        let (open, close) = match c.tag.as_str() {
+            "sub" => (SUB_OPEN, SUB_CLOSE),
+            "sup" => (SUP_OPEN, SUP_CLOSE),
+            _ => {
+                el.children.push(c);
+                continue;
+            }
         };
-        let gone = el.children.remove(i);
         let mut lead = String::from(open);
-        lead.push_str(gone.text.as_deref().unwrap_or(""));
-        push_flow(el, i, &lead);
-        let n = gone.children.len();
-        for (k, c) in gone.children.into_iter().enumerate() {
-            el.children.insert(i + k, c);
-        }
+        lead.push_str(c.text.as_deref().unwrap_or(""));
+        push_flow(el, &lead);
+        el.children.append(&mut c.children);
         let mut trail = String::from(close);
-        trail.push_str(gone.tail.as_deref().unwrap_or(""));
-        push_flow(el, i + n, &trail);
-        i += n;
+        trail.push_str(c.tail.as_deref().unwrap_or(""));
+        push_flow(el, &trail);
     }
 }
 
-/// Appends text where child `at` would start: the previous child's tail, or the parent's text.
-fn push_flow(el: &mut El, at: usize, t: &str) {
-    let slot = if at == 0 {
-        &mut el.text
-    } else {
-        &mut el.children[at - 1].tail
+/// Appends text after the last child (its tail), or to the parent's text.
+fn push_flow(el: &mut El, t: &str) {
+    let slot = match el.children.last_mut() {
+        Some(last) => &mut last.tail,
+        None => &mut el.text,
     };
     slot.get_or_insert_with(String::new).push_str(t);
 }

@@ -119,6 +119,28 @@ impl El {
         self.children.remove(i);
     }
 
+    /// Removes every child matching `drop` in one pass, keeping or dropping each one's tail.
+    pub fn remove_children(&mut self, drop: &dyn Fn(&El) -> bool, keep_tail: bool) -> bool {
+        if !self.children.iter().any(drop) {
+            return false;
+        }
+        let old = std::mem::take(&mut self.children);
+        for c in old {
+            if !drop(&c) {
+                self.children.push(c);
+                continue;
+            }
+            if keep_tail && let Some(tail) = c.tail {
+                let slot = match self.children.last_mut() {
+                    Some(prev) => &mut prev.tail,
+                    None => &mut self.text,
+                };
+                slot.get_or_insert_with(String::new).push_str(&tail);
+            }
+        }
+        true
+    }
+
     /// Text of the element and all descendants is whitespace only (tails included, the
     /// element's own tail too, as the converter's check walks `iter()`).
     pub fn is_text_empty(&self) -> bool {
@@ -171,12 +193,9 @@ fn convert(node: &NodeRef<'_>, parent: &mut El, depth: usize) {
         Some(Kind::Text(t)) => append_text(parent, &t),
         Some(Kind::Elem(mut e, template)) => {
             if depth >= MAX_DEPTH {
-                // Too deep: the subtree's text joins the parent's flow.
-                let mut text = String::new();
-                for c in node.children_it(false) {
-                    text.push_str(&c.text());
-                }
-                append_text(parent, &text);
+                // Too deep: the subtree's text joins the parent's flow (scripts and styles
+                // left out, as the cleaning would have dropped them).
+                append_text(parent, &flat_text(node));
                 return;
             }
             // html5ever keeps a <template>'s content in a fragment of its own; lxml reads
@@ -192,6 +211,26 @@ fn convert(node: &NodeRef<'_>, parent: &mut El, depth: usize) {
         }
         _ => {}
     }
+}
+
+/// The text under a node, without recursion, skipping `<script>`, `<style>`, `<noscript>`.
+fn flat_text(node: &NodeRef<'_>) -> String {
+    let mut out = String::new();
+    let mut stack: Vec<NodeRef<'_>> = node.children_it(true).collect();
+    while let Some(n) = stack.pop() {
+        let skip = n.query(|tn| match &tn.data {
+            NodeData::Text { contents } => {
+                out.push_str(contents);
+                true
+            }
+            NodeData::Element(el) => matches!(&*el.name.local, "script" | "style" | "noscript"),
+            _ => true,
+        });
+        if skip != Some(true) {
+            stack.extend(n.children_it(true));
+        }
+    }
+    out
 }
 
 fn append_text(parent: &mut El, t: &str) {
