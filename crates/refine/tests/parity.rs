@@ -131,7 +131,10 @@ impl Tally {
 fn renders_the_shared_pages_as_rescraper_does() {
     let shared = root().join("../shared/bench/extraction");
     if !shared.exists() {
-        eprintln!("SKIPPED: {} is not here (the shared benchmark pages)", shared.display());
+        eprintln!(
+            "SKIPPED: {} is not here (the shared benchmark pages)",
+            shared.display()
+        );
         return;
     }
     let Some(path) = reference() else {
