@@ -227,8 +227,7 @@ const MAX_BACKEND_FAILURES: usize = 20;
 /// One page on a worker: a panic is recorded as the page's error, not the run's end.
 fn refine_one(engine: &Engine, mode: Mode, p: &PageIn, max_html: usize) -> Refined {
     if p.html.len() > max_html {
-        let mut r = refine_page(engine, mode, &p.url, &p.source, "");
-        r.skipped = Some("too_large".into());
+        let mut r = Refined::skipped(engine, &p.url, &p.source, "too_large");
         r.error = Some(format!(
             "{} bytes of HTML, over --max-html-bytes {max_html}",
             p.html.len()
@@ -245,8 +244,7 @@ fn refine_one(engine: &Engine, mode: Mode, p: &PageIn, max_html: usize) -> Refin
                 .map(|s| s.to_string())
                 .or_else(|| e.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            let mut r = refine_page(engine, mode, &p.url, &p.source, "");
-            r.skipped = Some("panic".into());
+            let mut r = Refined::skipped(engine, &p.url, &p.source, "panic");
             r.error = Some(format!("refining this page panicked: {msg}"));
             r
         }
@@ -301,28 +299,14 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// A response record's HTML, decoded, or why there is none.
+/// A response record's HTML, decoded to UTF-8, or `None`.
 fn html_of(rec: &trawl_corpus::archive::Record) -> Option<String> {
     if rec.kind != "response" {
         return None;
     }
-    let resp = trawl_corpus::http::parse(&rec.body)?;
-    if !(200..300).contains(&resp.status) {
-        return None;
-    }
-    let ct = resp.content_type.clone().unwrap_or_default();
-    let encoding = resp.content_encoding.as_deref().filter(|e| match *e {
-        "gzip" | "x-gzip" => resp.body.starts_with(&[0x1f, 0x8b]),
-        "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
-        _ => true,
-    });
-    let body = trawl_body::decode_content(&resp.body, encoding, 64 << 20).ok()?;
-    let html_like = trawl_body::mentions_html(&ct)
-        || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<"));
-    if !html_like {
-        return None;
-    }
-    Some(trawl_body::decode_html(&body, Some(&ct)).0)
+    let (_, ct, body) = trawl_corpus::ingest::decoded_response(rec).ok()?;
+    trawl_corpus::ingest::looks_html(&ct, &body)
+        .then(|| trawl_body::decode_html(&body, Some(&ct)).0)
 }
 
 fn stdin_page(engine: &Engine, mode: Mode) -> anyhow::Result<()> {

@@ -93,33 +93,43 @@ fn page_from_html(
 }
 
 /// One archive record as a page, or why it is not one.
+/// A response record's status, `Content-Type` and body with its content encoding undone;
+/// an error for a record that holds no 2xx HTTP response.
+pub fn decoded_response(rec: &Record) -> Result<(u16, String, Vec<u8>), String> {
+    let resp = http::parse(&rec.body).ok_or("not an HTTP response")?;
+    if !(200..300).contains(&resp.status) {
+        return Err(format!("status {}xx", resp.status / 100));
+    }
+    let ct = resp.content_type.clone().unwrap_or_default();
+    // Many archivers store the body decoded but keep the Content-Encoding header; only
+    // bytes that look encoded are decoded.
+    let encoding = resp.content_encoding.as_deref().filter(|e| match *e {
+        "gzip" | "x-gzip" => resp.body.starts_with(&[0x1f, 0x8b]),
+        "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
+        _ => true,
+    });
+    let body = trawl_body::decode_content(
+        &resp.body,
+        encoding,
+        crate::archive::MAX_RECORD_BYTES as usize,
+    )
+    .map_err(|e| format!("content encoding: {e}"))?;
+    Ok((resp.status, ct, body))
+}
+
+/// An HTML body: by its `Content-Type`, or by its first byte when it has none.
+pub fn looks_html(ct: &str, body: &[u8]) -> bool {
+    trawl_body::mentions_html(ct) || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<"))
+}
+
 pub fn page_from_record(file: &str, rec: &Record) -> Result<PageRecord, String> {
     let url = rec.target_uri.clone().unwrap_or_default();
     let date = rec.date.clone().unwrap_or_default();
     let mut page = match rec.kind.as_str() {
         "response" => {
-            let resp = http::parse(&rec.body).ok_or("not an HTTP response")?;
-            if !(200..300).contains(&resp.status) {
-                return Err(format!("status {}xx", resp.status / 100));
-            }
-            let ct = resp.content_type.clone().unwrap_or_default();
-            // Many archivers store the body decoded but keep the Content-Encoding header;
-            // only bytes that look encoded are decoded.
-            let encoding = resp.content_encoding.as_deref().filter(|e| match *e {
-                "gzip" | "x-gzip" => resp.body.starts_with(&[0x1f, 0x8b]),
-                "deflate" => resp.body.first().is_some_and(|b| b & 0x0f == 8),
-                _ => true,
-            });
-            let body = trawl_body::decode_content(
-                &resp.body,
-                encoding,
-                crate::archive::MAX_RECORD_BYTES as usize,
-            )
-            .map_err(|e| format!("content encoding: {e}"))?;
-            if trawl_body::mentions_html(&ct)
-                || (ct.is_empty() && body.trim_ascii_start().starts_with(b"<"))
-            {
-                page_from_html(&url, &date, &body, Some(&ct), resp.status)
+            let (status, ct, body) = decoded_response(rec)?;
+            if looks_html(&ct, &body) {
+                page_from_html(&url, &date, &body, Some(&ct), status)
             } else if is_text(&ct) {
                 text_page(&url, &date, &body, &ct)
             } else {

@@ -66,6 +66,15 @@ pub struct Refined {
     pub duplicate_of: Option<String>,
 }
 
+impl Refined {
+    /// A row for a page that was not refined at all, with the reason.
+    pub fn skipped(engine: &Engine, url: &str, source: &str, reason: &str) -> Refined {
+        let mut r = base(url, source, engine, Vec::new());
+        r.skipped = Some(reason.into());
+        r
+    }
+}
+
 fn base(url: &str, source: &str, engine: &Engine, lines: Vec<String>) -> Refined {
     Refined {
         url: url.into(),

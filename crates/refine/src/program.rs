@@ -18,8 +18,6 @@
 //! is rejected), and [`Mode::Python`] reproduces ReScraper's reader
 //! (`rescraper_ops.body_from_prediction_dfirst`) for parity tests.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 /// Model outputs past this are read only this far (the whole text stays in the record).
@@ -185,17 +183,6 @@ pub struct Outcome {
     pub fell_back: bool,
     /// Lines removed (1-based), when the text was copied from the page.
     pub removed: usize,
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({} chars)",
-            self.provenance.as_deref().unwrap_or("none"),
-            self.text.as_deref().map_or(0, str::len)
-        )
-    }
 }
 
 /// The parts of a program as read from the output.
@@ -446,14 +433,34 @@ fn read_ops(lines: &[String], warnings: &mut Vec<Warning>, extract: bool) -> Vec
     ops
 }
 
+/// Which of `n` lines the 1-based inclusive `ranges` remove (out-of-range parts ignored,
+/// overlaps unioned), marked in a difference array: many long ranges cost their number
+/// plus the page's length, not their product.
+pub(crate) fn removed_mask(n: usize, ranges: impl IntoIterator<Item = (u64, u64)>) -> Vec<bool> {
+    let mut delta = vec![0i64; n + 1];
+    for (a, b) in ranges {
+        let (lo, hi) = (a.max(1), b.min(n as u64));
+        if lo <= hi {
+            delta[(lo - 1) as usize] += 1;
+            delta[hi as usize] -= 1;
+        }
+    }
+    let mut depth = 0i64;
+    delta[..n]
+        .iter()
+        .map(|d| {
+            depth += d;
+            depth > 0
+        })
+        .collect()
+}
+
 /// Applies ops to the lines: removals as a union, subs in order on the lines that remain,
 /// whitespace collapsed, empty lines dropped.
 fn apply(lines: &[String], ops: &[Op], out: &mut Outcome) -> Option<String> {
     let n = lines.len() as u64;
     let mut out_of_range = 0usize;
-    // Ranges marked in a difference array: a program of many long ranges costs its length
-    // plus the page's, not their product.
-    let mut delta = vec![0i64; lines.len() + 1];
+    let mut ranges = Vec::new();
     for op in ops {
         if let Op::Rm(a, b) = *op {
             if a > b {
@@ -462,22 +469,10 @@ fn apply(lines: &[String], ops: &[Op], out: &mut Outcome) -> Option<String> {
             if a == 0 || b > n {
                 out_of_range += 1;
             }
-            let lo = a.max(1);
-            let hi = b.min(n);
-            if lo <= hi {
-                delta[(lo - 1) as usize] += 1;
-                delta[hi as usize] -= 1;
-            }
+            ranges.push((a, b));
         }
     }
-    let mut depth = 0i64;
-    let removed: Vec<bool> = delta[..lines.len()]
-        .iter()
-        .map(|d| {
-            depth += d;
-            depth > 0
-        })
-        .collect();
+    let removed = removed_mask(lines.len(), ranges);
     let mut kept: Vec<String> = lines.to_vec();
     for op in ops {
         if let Op::Sub(line, s) = op {

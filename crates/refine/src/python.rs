@@ -59,7 +59,7 @@ fn parse_staged(pred: &str) -> (Vec<String>, String, String) {
 /// `editops.apply_ops`: Err when Python raises (a `sub` payload that is JSON but no string).
 fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
     let n = lines.len() as u64;
-    let mut delta = vec![0i64; lines.len() + 1];
+    let mut ranges = Vec::new();
     let mut subs: Vec<Vec<String>> = vec![Vec::new(); lines.len()];
     for l in ops {
         let l = py_strip(l);
@@ -67,11 +67,7 @@ fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
             continue;
         }
         if let Some((a, b)) = is_rm(l) {
-            let (lo, hi) = (a.max(1), b.min(n));
-            if lo <= hi {
-                delta[(lo - 1) as usize] += 1;
-                delta[hi as usize] -= 1;
-            }
+            ranges.push((a, b));
             continue;
         }
         if let Some((k, p)) = is_sub(l) {
@@ -89,14 +85,7 @@ fn apply_ops(lines: &[String], ops: &[String]) -> Result<String, String> {
             }
         }
     }
-    let mut depth = 0i64;
-    let removed: Vec<bool> = delta[..lines.len()]
-        .iter()
-        .map(|d| {
-            depth += d;
-            depth > 0
-        })
-        .collect();
+    let removed = crate::program::removed_mask(lines.len(), ranges);
     let mut out = Vec::new();
     for (i, x) in lines.iter().enumerate() {
         if removed[i] {
