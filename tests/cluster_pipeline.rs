@@ -205,6 +205,7 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
                 docs: o,
                 discovered: d,
                 render: Arc::new(trawl_core::queue::Unconnected("render")),
+                refine: Arc::new(trawl_core::queue::Unconnected("refine")),
             };
             trawl_extractor::run_worker(
                 i,

@@ -18,16 +18,17 @@ use support::services::submit_wait;
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 const PROJECT: &str = "trawltest";
-const SERVICES: [&str; 6] = [
+const SERVICES: [&str; 7] = [
     "frontier",
     "fetcher",
     "extractor",
     "renderer",
     "indexer",
     "notifier",
+    "refiner",
 ];
 /// Each service's metrics port in host-network.yml, in the order of [`SERVICES`].
-const PORTS: [u16; 6] = [19101, 19102, 19103, 19106, 19104, 19105];
+const PORTS: [u16; 7] = [19101, 19102, 19103, 19106, 19104, 19105, 19107];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -262,7 +263,7 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
 
     let waiter = submit_wait(
         &trawl,
-        &[&seed, &app, "--allow-private", "--delay", "150"],
+        &[&seed, &app, "--allow-private", "--delay", "150", "--refine"],
         &[
             ("TRAWL_CRAWL", &stack.crawl),
             ("TRAWL_NATS_URL", "nats://127.0.0.1:14222"),
@@ -305,6 +306,36 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
         lines,
         lines - got.len()
     );
+    // Refined by the refiner container (the model-free engine): every kept HTML page has
+    // a row (at least once: a redelivery may write one twice).
+    let mut refined = std::collections::BTreeSet::new();
+    for f in std::fs::read_dir(data.path()).unwrap() {
+        let p = f.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("refined-") && name.ends_with(".jsonl") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                let row: serde_json::Value = serde_json::from_str(l).unwrap();
+                refined.insert(row["url"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    let kept: Vec<&str> = got
+        .values()
+        .filter(|e| {
+            // The cluster's own records: which copy of a page is kept is first come.
+            e["status"] == 200
+                && e["kind"] == "page"
+                && e["duplicate_of"].is_null()
+                && e["content_type"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("html"))
+        })
+        .map(|e| e["final_url"].as_str().unwrap())
+        .collect();
+    assert!(!kept.is_empty());
+    for url in &kept {
+        assert!(refined.contains(*url), "{url} was not refined: {refined:?}");
+    }
     // Indexed, embedded with the model baked into the indexer image.
     assert_eq!(
         canonical_urls(&data.path().join("index")).await,

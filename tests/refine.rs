@@ -256,3 +256,177 @@ fn smollm2_through_the_refine_command() {
     );
     assert!(report.completion_tokens > 0);
 }
+
+/// `trawl crawl --refine`: the refiner runs inside the crawl, over the pages it keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_with_refine_writes_a_row_for_every_kept_html_page() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let crawl = tempfile::tempdir().unwrap();
+    let mut o = options(&[site.url("/")], crawl.path());
+    o.crawl.refine = true;
+    o.refine.refine_concurrency = 2;
+    let (report, _) = trawl::crawl(o).await.unwrap();
+    let kept: std::collections::BTreeSet<String> = support::pages(crawl.path())
+        .into_iter()
+        .filter(|p| {
+            p["status"] == 200
+                && p["kind"] == "page"
+                && p["duplicate_of"].is_null()
+                && p["error"].is_null()
+                && p["content_type"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("html"))
+        })
+        .map(|p| p["final_url"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kept.len() >= 5, "{kept:?}");
+    let refined = rows(crawl.path(), "refined.jsonl");
+    let urls: std::collections::BTreeSet<String> = refined
+        .iter()
+        .map(|r| r["url"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(urls, kept, "one row per kept HTML page, copies left out");
+    assert_eq!(refined.len(), kept.len(), "no page twice");
+    for r in &refined {
+        assert!(copied(r), "{r}");
+        assert_eq!(r["engine"], "extract");
+        assert!(
+            r["source"].as_str().unwrap().starts_with("warc:<urn:uuid:"),
+            "{r}"
+        );
+    }
+    let stats = report
+        .refine
+        .expect("report.json has the refiner's figures");
+    assert_eq!(stats.pages as usize, refined.len());
+    let decided: i64 = stats.decisions.values().sum::<i64>() + stats.skipped.values().sum::<i64>();
+    assert_eq!(decided, stats.pages, "{stats:?}");
+}
+
+/// The refiner stage over the cluster's own hop: a JetStream work queue on the NATS server
+/// the tests use. Two workers; every page is written once and acked, a page over the
+/// markup limit is recorded as skipped, and the counters add up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refiner_over_jetstream_writes_each_page_once_and_drains_its_hop() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use trawl_core::queue::Queue;
+    let Ok(client) = async_nats::connect("nats://127.0.0.1:4222").await else {
+        assert!(
+            std::env::var("TRAWL_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "nats-server required (TRAWL_REQUIRE_SERVICES=1)"
+        );
+        eprintln!("SKIPPED: no NATS server on 127.0.0.1:4222");
+        return;
+    };
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let prefix = format!("t{}", &tag[..12]);
+    let mut c = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, "refine", "refiner");
+    c.ack_wait = Duration::from_secs(30);
+    let queue: Arc<dyn Queue<trawl_core::RefineJob>> = Arc::new(
+        trawl_cluster::jetstream::JetStreamQueue::connect(&client, c)
+            .await
+            .unwrap(),
+    );
+    let page = |i: usize, body: String| trawl_core::RefineJob {
+        v: trawl_core::MESSAGE_VERSION,
+        crawl: "c".into(),
+        url: format!("http://127.0.0.1/p/{i}"),
+        html: format!(
+            "<html><body><nav>Home | Docs</nav><article><h1>Page {i}</h1><p>{body}</p></article></body></html>"
+        ),
+        ..Default::default()
+    };
+    let text = "A paragraph long enough to be the page's main text, written out in full. ";
+    for i in 0..6 {
+        queue.publish(page(i, text.repeat(4))).await.unwrap();
+    }
+    queue.publish(page(6, "x".repeat(64 << 10))).await.unwrap();
+
+    let out = tempfile::tempdir().unwrap();
+    let sink =
+        Arc::new(trawl_refiner::RefinedSink::open(&out.path().join("refined-test.jsonl")).unwrap());
+    let settings = trawl_core::settings::RefineSettings {
+        refine_max_html_bytes: 32 << 10,
+        ..Default::default()
+    };
+    let engine = trawl_refiner::engine::build(&settings).unwrap();
+    let cfg = Arc::new(trawl_refiner::RefinerConfig::new(engine, &settings));
+    let state: Arc<dyn trawl_core::state::State> = Arc::new(trawl_core::state::MemoryState::new(
+        1000,
+        1,
+        trawl_core::state::WorkTracker::default(),
+    ));
+    let (trigger, stop) = trawl_core::pipeline::shutdown();
+    let mut workers = trawl_core::pipeline::Workers::new();
+    trawl_refiner::spawn(&mut workers, 2, &cfg, &queue, &sink, &state, &stop);
+    let start = std::time::Instant::now();
+    while queue.len().await.unwrap() > 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the hop did not drain"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    trigger.trigger();
+    workers.join().await.unwrap();
+    assert!(queue.is_empty().await.unwrap());
+
+    let refined = rows(out.path(), "refined-test.jsonl");
+    let mut urls: Vec<&str> = refined.iter().map(|r| r["url"].as_str().unwrap()).collect();
+    urls.sort();
+    let want: Vec<String> = (0..7).map(|i| format!("http://127.0.0.1/p/{i}")).collect();
+    assert_eq!(urls, want.iter().map(String::as_str).collect::<Vec<_>>());
+    for r in &refined {
+        if r["url"] == "http://127.0.0.1/p/6" {
+            assert_eq!(r["skipped"], "too_large", "{r}");
+        } else {
+            assert!(r["skipped"].is_null(), "{r}");
+            let kept = r["text"].as_str().expect("refined text");
+            assert!(kept.contains("main text"), "{r}");
+            assert!(!kept.contains("Home | Docs"), "the menu is removed: {r}");
+            assert!(copied(r), "{r}");
+        }
+    }
+    let counters = trawl_core::counters::Counters::from_map(&state.counters().await.unwrap());
+    assert_eq!(counters.get(&trawl_core::counters::Counter::RefinePages), 7);
+    assert_eq!(counters.refine_skipped()["too_large"], 1);
+}
+
+/// The service binary refuses to start on an engine it cannot run (it would otherwise
+/// restart forever while the crawl's pages wait), saying what is wrong.
+#[test]
+fn the_refiner_service_does_not_start_without_its_model() {
+    let Some(bin) = support::bin("trawl-refiner") else {
+        assert!(
+            std::env::var("TRAWL_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "trawl-refiner is not built (cargo test --workspace builds it)"
+        );
+        eprintln!("SKIPPED: trawl-refiner is not built (cargo test --workspace builds it)");
+        return;
+    };
+    for (env, says) in [
+        (
+            vec![
+                ("TRAWL_REFINE_ENGINE", "candle"),
+                ("TRAWL_REFINE_MODEL", "/nonexistent/model.gguf"),
+            ],
+            "/nonexistent/model.gguf",
+        ),
+        (
+            vec![("TRAWL_REFINE_ENGINE", "openai")],
+            "TRAWL_REFINE_ENDPOINT",
+        ),
+        (vec![("TRAWL_REFINE_ENGINE", "gpt")], "refine_engine"),
+    ] {
+        let out = std::process::Command::new(&bin)
+            .envs(env.iter().copied())
+            .env("TRAWL_METRICS_ADDR", "127.0.0.1:0")
+            .env("TRAWL_NATS_URL", "nats://127.0.0.1:1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{env:?}: {err}");
+        assert!(err.contains(says), "{env:?}: {err}");
+    }
+}

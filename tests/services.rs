@@ -25,7 +25,7 @@ impl Drop for Services {
 }
 
 /// The binaries the cluster tests run.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "trawl",
     "trawl-frontier",
     "trawl-fetcher",
@@ -33,6 +33,7 @@ pub const NAMES: [&str; 7] = [
     "trawl-indexer",
     "trawl-notifier",
     "trawl-renderer",
+    "trawl-refiner",
 ];
 
 /// The binaries, in the order of [`NAMES`]; `None` (with a message) when the servers or

@@ -18,7 +18,7 @@ use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::{MemoryState, State, WorkTracker};
-use trawl_core::{Doc, FetchJob, Fetched};
+use trawl_core::{Doc, FetchJob, Fetched, RefineJob};
 use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
 use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
@@ -280,6 +280,7 @@ struct MemoryHops {
     fetched: Arc<MemoryQueue<Fetched>>,
     docs: Arc<MemoryQueue<Doc>>,
     render: Arc<MemoryQueue<Fetched>>,
+    refine: Arc<MemoryQueue<RefineJob>>,
 }
 
 /// The bodies waiting for extraction, at most: pages are cut at the 8 MiB extraction reads
@@ -321,6 +322,14 @@ impl MemoryHops {
                 },
                 tracker.clone(),
             )),
+            // Pages for the refiner (`--refine`): a model is slower than the crawl, which
+            // waits for it rather than hold the markup of many pages.
+            refine: Arc::new(MemoryQueue::with_byte_budget(
+                64,
+                FETCHED_BYTES / 4,
+                |j: &RefineJob| j.html.len(),
+                tracker.clone(),
+            )),
         }
     }
 
@@ -332,6 +341,7 @@ impl MemoryHops {
             docs: self.docs.clone(),
             render: self.render.clone(),
             changed: Arc::new(trawl_core::queue::Unconnected("changed")),
+            refine: self.refine.clone(),
         }
     }
 
@@ -340,6 +350,7 @@ impl MemoryHops {
         self.fetched.len().await.unwrap_or(0)
             + self.render.len().await.unwrap_or(0)
             + self.docs.len().await.unwrap_or(0)
+            + self.refine.len().await.unwrap_or(0)
     }
 
     fn close(&self) {
@@ -348,6 +359,7 @@ impl MemoryHops {
         self.fetched.close();
         self.render.close();
         self.docs.close();
+        self.refine.close();
     }
 }
 
@@ -533,6 +545,9 @@ impl Pipeline {
             trawl_renderer::spawn(&mut output, r, &cfg, &hops, &output_rx);
         }
         trawl_extractor::spawn(&mut output, extractors, &cfg, &hops, &output_rx);
+        if s.refine {
+            start_refiner(opts, &mut output, &hops, &state, &output_rx).await?;
+        }
         let writer = WriterOutputs {
             index: index_tx,
             journal: Some(Arc::new(journal.clone())),
@@ -699,6 +714,33 @@ impl Pipeline {
         };
         (index, warc_files)
     }
+}
+
+/// The refiner's workers (`--refine`), writing `refined.jsonl` beside `pages.jsonl`; a page
+/// whose model backend keeps failing is written as skipped (`backend`), so the crawl ends.
+async fn start_refiner(
+    opts: &CrawlOptions,
+    output: &mut Workers,
+    hops: &Hops,
+    state: &Arc<dyn State>,
+    stop: &trawl_core::pipeline::Shutdown,
+) -> anyhow::Result<()> {
+    let settings = opts.refine.clone();
+    trawl_refiner::engine::check(&settings)?;
+    let s = settings.clone();
+    let engine = tokio::task::spawn_blocking(move || trawl_refiner::engine::build(&s))
+        .await
+        .context("loading the refiner's engine")??;
+    let sink = Arc::new(trawl_refiner::RefinedSink::open(
+        &opts.out.join("refined.jsonl"),
+    )?);
+    tracing::info!(engine = %engine.name(), "refining the crawl's pages into refined.jsonl");
+    let mut cfg = trawl_refiner::RefinerConfig::new(engine, &settings);
+    cfg.backend_tries = 5;
+    cfg.write_backend_failures = true;
+    let n = trawl_refiner::engine::concurrency(&settings);
+    trawl_refiner::spawn(output, n, &Arc::new(cfg), &hops.refine, &sink, state, stop);
+    Ok(())
 }
 
 /// The renderer, when the crawl's render mode wants one and a Chromium is found; without

@@ -86,6 +86,9 @@ pub struct CrawlOptions {
     pub targets: Targets,
     #[command(flatten)]
     pub crawl: CrawlSettings,
+    /// With `--refine`: the engine that writes the edit programs.
+    #[command(flatten)]
+    pub refine: trawl_core::settings::RefineSettings,
     /// Requests in flight in total.
     #[arg(long)]
     pub concurrency: usize,
@@ -172,8 +175,10 @@ pub fn with_defaults(mut cmd: clap::Command, settings: &Settings) -> clap::Comma
         .collect();
     for id in ids {
         if let Some(values) = flat.get(&id).filter(|v| !v.is_empty()) {
-            let secret = matches!(id.as_str(), "nats_password" | "nats_token")
-                || values.iter().any(|v| redact_url(v) != *v);
+            let secret = matches!(
+                id.as_str(),
+                "nats_password" | "nats_token" | "refine_api_key"
+            ) || values.iter().any(|v| redact_url(v) != *v);
             let values = values.clone();
             // The derive marks every flag without a default in its attributes required.
             cmd = cmd.mut_arg(id, move |a| {

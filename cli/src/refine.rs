@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use trawl_corpus::archive::{ArchiveReader, Item};
-use trawl_refine::backend::candle::Candle;
-use trawl_refine::backend::openai::{OpenAi, OpenAiConfig};
-use trawl_refine::backend::{Backend, MAX_NEW_TOKENS, Sampling};
+use trawl_refine::backend::MAX_NEW_TOKENS;
 use trawl_refine::bff::NgramDedup;
 use trawl_refine::page::{Engine, Refined, refine_page};
 use trawl_refine::program::Mode;
@@ -172,83 +170,52 @@ impl RefineReport {
     }
 }
 
+/// The engine the flags name, made the way the refiner stage makes it from its settings.
 fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
-    let sampling = if args.greedy {
-        Sampling::Greedy
-    } else {
-        Sampling::Temperature(args.temperature)
+    let name = match args.engine {
+        EngineName::Extract => "extract",
+        EngineName::Candle => "candle",
+        EngineName::Openai => "openai",
     };
-    let system = || -> anyhow::Result<String> {
-        let p = args
-            .system_prompt
-            .as_ref()
-            .context("--system-prompt FILE is needed with a model engine")?;
-        std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
-    };
-    let backend: Arc<dyn Backend> = match args.engine {
+    // Said in the flags' own names before the settings' turn.
+    match args.engine {
         EngineName::Extract => return Ok(Engine::Extract),
-        EngineName::Candle => {
-            let m = args
-                .model
-                .as_ref()
-                .context("--model PATH is needed with --engine candle")?;
-            let mut c = Candle::load(m)?;
-            if let Some(n) = args.context_length {
-                c.limit_context(n);
-            }
-            Arc::new(c)
+        EngineName::Candle if args.model.is_none() => {
+            bail!("--model PATH is needed with --engine candle")
         }
-        EngineName::Openai => {
-            let base_url = args
-                .endpoint
-                .clone()
-                .context("--endpoint URL is needed with --engine openai")?;
-            Arc::new(OpenAi::new(OpenAiConfig {
-                base_url,
-                model: args.served_model.clone(),
-                api_key: args.api_key.clone(),
-                timeout: Duration::from_secs(args.timeout_s),
-                retries: args.retries,
-                context_length: args.context_length,
-            })?)
+        EngineName::Openai if args.endpoint.is_none() => {
+            bail!("--endpoint URL is needed with --engine openai")
         }
+        _ if args.system_prompt.is_none() => {
+            bail!("--system-prompt FILE is needed with a model engine")
+        }
+        _ => {}
+    }
+    let settings = trawl_core::settings::RefineSettings {
+        refine_engine: name.into(),
+        refine_model: args.model.clone(),
+        refine_endpoint: args.endpoint.clone(),
+        refine_served_model: args.served_model.clone(),
+        refine_api_key: args.api_key.clone(),
+        refine_system_prompt: args.system_prompt.clone(),
+        refine_max_new_tokens: args.max_new_tokens,
+        // The stage reads a temperature of 0 as greedy.
+        refine_temperature: if args.greedy { 0.0 } else { args.temperature },
+        refine_context_length: args.context_length.unwrap_or(0),
+        refine_concurrency: 0,
+        refine_retries: args.retries,
+        refine_timeout_s: args.timeout_s,
+        refine_max_html_bytes: args.max_html_bytes,
     };
-    Ok(Engine::Model {
-        backend,
-        system: system()?,
-        max_new_tokens: args.max_new_tokens,
-        sampling,
-    })
+    Ok(trawl_refiner::engine::build(&settings)?)
 }
 
 /// Consecutive backend failures after which a run stops.
 const MAX_BACKEND_FAILURES: usize = 20;
 
-/// One page on a worker: a panic is recorded as the page's error, not the run's end.
+/// One page on a worker.
 fn refine_one(engine: &Engine, mode: Mode, p: &PageIn, max_html: usize) -> Refined {
-    if p.html.len() > max_html {
-        let mut r = Refined::skipped(engine, &p.url, &p.source, "too_large");
-        r.error = Some(format!(
-            "{} bytes of HTML, over --max-html-bytes {max_html}",
-            p.html.len()
-        ));
-        return r;
-    }
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        refine_page(engine, mode, &p.url, &p.source, &p.html)
-    })) {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = e
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| e.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let mut r = Refined::skipped(engine, &p.url, &p.source, "panic");
-            r.error = Some(format!("refining this page panicked: {msg}"));
-            r
-        }
-    }
+    trawl_refine::page::refine_guarded(engine, mode, &p.url, &p.source, &p.html, max_html)
 }
 
 struct PageIn {

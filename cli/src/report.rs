@@ -87,6 +87,45 @@ impl RenderStats {
     }
 }
 
+/// Pages the refiner wrote to `refined.jsonl` (`--refine`), and how it went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefineStats {
+    /// Rows written.
+    pub pages: i64,
+    /// Rows by the program's decision (`none`: the executor found no decision).
+    pub decisions: BTreeMap<String, i64>,
+    /// Rows of pages not refined, by why.
+    pub skipped: BTreeMap<String, i64>,
+    /// Edit programs that fell back to their extract-only text.
+    pub fallbacks: i64,
+    /// Times a page waited for a failing model backend.
+    pub retries: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    /// Milliseconds of refining, summed over pages.
+    pub ms: i64,
+}
+
+impl RefineStats {
+    fn of(c: &Counters) -> Option<Self> {
+        let pages = c.get(&Counter::RefinePages);
+        let retries = c.get(&Counter::RefineRetries);
+        if pages == 0 && retries == 0 {
+            return None;
+        }
+        Some(RefineStats {
+            pages,
+            decisions: c.refine_decisions(),
+            skipped: c.refine_skipped(),
+            fallbacks: c.get(&Counter::RefineFallbacks),
+            retries,
+            prompt_tokens: c.get(&Counter::RefinePromptTokens),
+            completion_tokens: c.get(&Counter::RefineCompletionTokens),
+            ms: c.get(&Counter::RefineMs),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CrawlReport {
     pub crawl: String,
@@ -129,6 +168,9 @@ pub struct CrawlReport {
     /// Present when the render rule sent pages to the browser.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<RenderStats>,
+    /// Present when the crawl refined pages (`--refine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refine: Option<RefineStats>,
 }
 
 impl CrawlReport {
@@ -202,6 +244,7 @@ impl CrawlReport {
             changes: c.changes(),
             webhook: None,
             render: RenderStats::of(c),
+            refine: RefineStats::of(c),
         }
     }
 }

@@ -71,6 +71,7 @@ pub async fn hops(
         docs: hop!("docs"),
         render: hop!("render"),
         changed: hop!("changed"),
+        refine: hop!("refine"),
     })
 }
 

@@ -95,10 +95,26 @@ pub enum Counter {
     RenderRestarts,
     /// Milliseconds spent rendering, summed.
     RenderMs,
+    /// Rows the refiner wrote to `refined.jsonl`.
+    RefinePages,
+    /// Refined pages by the program's decision (`keep`, `edit`, `delete`, `rewrite`).
+    RefineDecision(String),
+    /// Pages not refined, by why (`too_short`, `too_long`, `backend`, ...).
+    RefineSkipped(String),
+    /// Programs the executor fell back from (an edit payload that did not parse).
+    RefineFallbacks,
+    /// Pages whose refinement failed on the model's side and went back to wait for it.
+    RefineRetries,
+    /// Prompt tokens the model read, summed.
+    RefinePromptTokens,
+    /// Tokens the model wrote, summed.
+    RefineCompletionTokens,
+    /// Milliseconds spent refining, summed.
+    RefineMs,
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 37] = [
+const FIXED: [(Counter, &str); 43] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -136,13 +152,19 @@ const FIXED: [(Counter, &str); 37] = [
     (Counter::RenderRequests, "render.requests"),
     (Counter::RenderRestarts, "render.browser_restarts"),
     (Counter::RenderMs, "render.ms"),
+    (Counter::RefinePages, "refine.pages"),
+    (Counter::RefineFallbacks, "refine.fallbacks"),
+    (Counter::RefineRetries, "refine.retries"),
+    (Counter::RefinePromptTokens, "refine.prompt_tokens"),
+    (Counter::RefineCompletionTokens, "refine.completion_tokens"),
+    (Counter::RefineMs, "refine.ms"),
 ];
 
 /// Makes a labelled counter from its label.
 type Labelled = fn(String) -> Counter;
 
 /// The labelled families: key prefix and constructor.
-const LABELLED: [(&str, Labelled); 8] = [
+const LABELLED: [(&str, Labelled); 10] = [
     ("frontier.trap.", Counter::FrontierTrap),
     ("frontier.host_pages.", Counter::HostPages),
     ("frontier.query_variants.", Counter::QueryVariants),
@@ -151,6 +173,8 @@ const LABELLED: [(&str, Labelled); 8] = [
     ("pages.change.", Counter::PagesByChange),
     ("render.wanted.", Counter::RenderWanted),
     ("render.blocked.", Counter::RenderBlocked),
+    ("refine.decision.", Counter::RefineDecision),
+    ("refine.skipped.", Counter::RefineSkipped),
 ];
 
 impl Counter {
@@ -166,6 +190,8 @@ impl Counter {
             Counter::PagesByChange(l) => labelled(LABELLED[5].0, l),
             Counter::RenderWanted(l) => labelled(LABELLED[6].0, l),
             Counter::RenderBlocked(l) => labelled(LABELLED[7].0, l),
+            Counter::RefineDecision(l) => labelled(LABELLED[8].0, l),
+            Counter::RefineSkipped(l) => labelled(LABELLED[9].0, l),
             fixed => FIXED
                 .iter()
                 .find(|(c, _)| c == fixed)
@@ -246,6 +272,22 @@ impl Counters {
     pub fn render_blocked(&self) -> BTreeMap<String, i64> {
         self.family(|c| match c {
             Counter::RenderBlocked(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Refined pages by decision.
+    pub fn refine_decisions(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::RefineDecision(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Pages the refiner did not refine, by why.
+    pub fn refine_skipped(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::RefineSkipped(l) => Some(l),
             _ => None,
         })
     }

@@ -276,6 +276,28 @@ pub struct Doc {
     pub page: PageRecord,
 }
 
+/// `trawl.refine`: one page kept by the crawl (HTML, fetched or rendered, not a copy of a
+/// page kept before), for the refiner, when the crawl refines (`refine`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RefineJob {
+    pub v: u16,
+    pub crawl: String,
+    /// The page's URL after redirects (its record's `final_url`).
+    pub url: String,
+    pub fetched_at: String,
+    /// The WARC response record the markup came from, when the crawl writes WARC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc_record: Option<String>,
+    /// The markup is a browser's DOM (the page was rendered).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rendered: bool,
+    /// The page's markup, decoded to UTF-8.
+    pub html: String,
+    /// `html` was cut to fit the hop's message limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub html_cut: bool,
+}
+
 /// Bodies travel as base64 in JSON so that a message stays valid UTF-8 whatever it holds.
 mod body_b64 {
     use data_encoding::BASE64;

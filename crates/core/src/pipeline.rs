@@ -1,4 +1,4 @@
-//! How stages are wired: the four hops between them and one set of workers per runtime.
+//! How stages are wired: the hops between them and one set of workers per runtime.
 //!
 //! The embedded runtime spawns all four stages over [`crate::queue::MemoryQueue`]s; a service
 //! spawns one stage over JetStream. Both go through the stages' own `spawn` functions, which
@@ -16,7 +16,7 @@ use crate::queue::Queue;
 use crate::settings::ProcessSettings;
 use crate::spec::CrawlSpec;
 use crate::state::State;
-use crate::{Discovered, Doc, FetchJob, Fetched};
+use crate::{Discovered, Doc, FetchJob, Fetched, RefineJob};
 
 pub use crate::shutdown::{Shutdown, ShutdownTrigger, shutdown};
 
@@ -42,19 +42,24 @@ pub struct Hops {
     /// A re-crawl's change events: into the notifier (the cluster's; the embedded runtime
     /// hands its events to the webhook task directly and leaves this hop unconnected).
     pub changed: Arc<dyn Queue<ChangeEvent>>,
+    /// Kept HTML pages of a crawl that refines (`refine`): into the refiner, which writes
+    /// `refined.jsonl`. Unconnected where nothing refines.
+    pub refine: Arc<dyn Queue<RefineJob>>,
 }
 
 /// The hop names and the stage that consumes each, in pipeline order.
-pub const HOPS: [(&str, &str); 6] = [
+pub const HOPS: [(&str, &str); 7] = [
     ("discovered", "frontier"),
     ("fetch", "fetcher"),
     ("fetched", "extractor"),
     ("render", "renderer"),
     ("docs", "indexer"),
+    ("refine", "refiner"),
     ("changed", "notifier"),
 ];
 
-/// Whether work on `hop` keeps a crawl running: change events are deliveries after it.
+/// Whether work on `hop` keeps a crawl running: change events are deliveries after it; a
+/// page waiting for the refiner is work of the crawl (its `refined.jsonl` is not whole).
 pub fn is_crawl_hop(hop: &str) -> bool {
     hop != "changed"
 }
@@ -64,9 +69,10 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
     match stage {
         "frontier" => &["discovered", "fetch"],
         "fetcher" => &["fetch", "fetched", "discovered"],
-        "extractor" => &["fetched", "docs", "discovered", "render"],
-        "renderer" => &["render", "docs", "discovered"],
+        "extractor" => &["fetched", "docs", "discovered", "render", "refine"],
+        "renderer" => &["render", "docs", "discovered", "refine"],
         "indexer" => &["docs", "changed"],
+        "refiner" => &["refine"],
         "notifier" => &["changed"],
         _ => &[
             "discovered",
@@ -74,6 +80,7 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
             "fetched",
             "render",
             "docs",
+            "refine",
             "changed",
         ],
     }

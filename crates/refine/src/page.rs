@@ -64,6 +64,9 @@ pub struct Refined {
     /// Set by the n-gram dedup when a near-copy of an earlier page was dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// The markup was cut before it was rendered (a crawl's message limit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_cut: bool,
 }
 
 impl Refined {
@@ -92,6 +95,7 @@ fn base(url: &str, source: &str, engine: &Engine, lines: Vec<String>) -> Refined
         tokens: Tokens::default(),
         lines,
         duplicate_of: None,
+        input_cut: false,
     }
 }
 
@@ -103,6 +107,42 @@ fn with_outcome(mut r: Refined, o: Outcome) -> Refined {
     r.error = o.error.map(|e| e.to_string());
     r.fell_back = o.fell_back;
     r
+}
+
+/// [`refine_page`] as a run calls it: a page with more than `max_html` bytes of markup is
+/// recorded as skipped (`too_large`), and a panic as the page's error (`panic`), so one
+/// page never ends a run.
+pub fn refine_guarded(
+    engine: &Engine,
+    mode: Mode,
+    url: &str,
+    source: &str,
+    html: &str,
+    max_html: usize,
+) -> Refined {
+    if html.len() > max_html {
+        let mut r = Refined::skipped(engine, url, source, "too_large");
+        r.error = Some(format!(
+            "{} bytes of HTML, over the limit of {max_html}",
+            html.len()
+        ));
+        return r;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        refine_page(engine, mode, url, source, html)
+    })) {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let mut r = Refined::skipped(engine, url, source, "panic");
+            r.error = Some(format!("refining this page panicked: {msg}"));
+            r
+        }
+    }
 }
 
 /// Refines one page of HTML (already decoded to UTF-8).

@@ -5,7 +5,7 @@
 //! (Markdown first, then text) and marked `record_too_large`, as a body past the fetcher's
 //! cap is kept cut and marked `body_too_large`.
 
-use trawl_core::{Discovered, Doc, FetchFailure};
+use trawl_core::{Discovered, Doc, FetchFailure, RefineJob};
 
 /// Room left for the message's headers and framing.
 const HEADROOM: usize = 4 << 10;
@@ -92,6 +92,23 @@ pub(crate) fn fit_doc(doc: &mut Doc, max: usize) {
     }
 }
 
+/// Cuts the refiner's markup until the message fits in `max` bytes, marking it `html_cut`
+/// (the refiner renders what is left: a page's start holds its main text far more often
+/// than its end, which is mostly scripts).
+pub(crate) fn fit_refine(job: &mut RefineJob, max: usize) {
+    let budget = max.saturating_sub(HEADROOM);
+    for _ in 0..8 {
+        let len = encoded_len(job);
+        if len <= budget {
+            return;
+        }
+        let excess = len - budget;
+        let keep = floor_char_boundary(&job.html, job.html.len().saturating_sub(excess + 1024));
+        job.html.truncate(keep);
+        job.html_cut = true;
+    }
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
@@ -129,6 +146,26 @@ mod tests {
         );
         let back: Vec<DiscoveredUrl> = parts.into_iter().flat_map(|p| p.urls).collect();
         assert_eq!(back, urls, "every URL, in order");
+    }
+
+    #[test]
+    fn a_refine_job_too_large_is_cut_and_marked() {
+        let mut job = RefineJob {
+            url: "https://h/big".into(),
+            html: "<p>\"é\"</p>\n".repeat(200_000),
+            ..RefineJob::default()
+        };
+        let max = 1 << 20;
+        fit_refine(&mut job, max);
+        assert!(encoded_len(&job) <= max);
+        assert!(job.html_cut);
+        assert!(job.html.starts_with("<p>"), "the start is kept");
+        let mut small = RefineJob {
+            html: "<p>x</p>".into(),
+            ..RefineJob::default()
+        };
+        fit_refine(&mut small, max);
+        assert!(!small.html_cut, "a job that fits is untouched");
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct Processed {
     pub discovered: Option<Discovered>,
     /// The render rule's reason when it wants the page rendered (see [`process_with`]).
     pub render_reason: Option<&'static str>,
+    /// The page for the refiner, when the crawl refines and the page is HTML.
+    pub refine: Option<trawl_core::RefineJob>,
 }
 
 /// URLs found on a page (or listing), as discovered URLs `depth` deep.
@@ -143,5 +145,6 @@ pub fn process_with(
         },
         discovered,
         render_reason,
+        refine: None,
     }
 }

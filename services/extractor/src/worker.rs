@@ -10,7 +10,7 @@ use std::time::Duration;
 use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::settings::CrawlSettings;
-use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched};
+use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched, MESSAGE_VERSION, RefineJob};
 use trawl_dedup::{Fingerprint, Gate, GateVerdict, HostLines, fingerprint};
 
 use trawl_core::render::{RenderInfo, RenderMode};
@@ -96,6 +96,8 @@ pub struct ExtractorConfig {
     pub keep_html: bool,
     /// The render rule; `None` with `--render never`.
     pub render: Option<RenderRoute>,
+    /// Send each kept HTML page to the refiner (`refine`).
+    pub refine: bool,
 }
 
 impl ExtractorConfig {
@@ -122,16 +124,18 @@ impl ExtractorConfig {
                 max_chars: s.render_max_chars,
                 available: Availability::Known(Arc::new(AtomicBool::new(true))),
             }),
+            refine: s.refine,
         }
     }
 }
 
-/// Where extracted pages go: records, links, and pages for the browser.
+/// Where extracted pages go: records, links, pages for the browser and for the refiner.
 #[derive(Clone)]
 pub struct Outputs {
     pub docs: Arc<dyn Queue<Doc>>,
     pub discovered: Arc<dyn Queue<Discovered>>,
     pub render: Arc<dyn Queue<Fetched>>,
+    pub refine: Arc<dyn Queue<RefineJob>>,
 }
 
 impl Outputs {
@@ -140,6 +144,7 @@ impl Outputs {
             docs: hops.docs.clone(),
             discovered: hops.discovered.clone(),
             render: hops.render.clone(),
+            refine: hops.refine.clone(),
         }
     }
 }
@@ -263,7 +268,10 @@ pub async fn extract_and_publish(
     route: bool,
 ) -> Result<Handled, CoreError> {
     let boiler = cfg.dedup.boilerplate.clone();
-    let keep_html = cfg.keep_html;
+    let keep = Keep {
+        html: cfg.keep_html,
+        refine: cfg.refine,
+    };
     let rule = cfg
         .render
         .as_ref()
@@ -278,7 +286,7 @@ pub async fn extract_and_publish(
         _ => false,
     };
     let task = tokio::task::spawn_blocking(move || {
-        let r = extract_one(&msg, boiler.as_deref(), keep_html, rule, to_browser);
+        let r = extract_one(&msg, boiler.as_deref(), keep, rule, to_browser);
         (r, msg)
     })
     .await;
@@ -316,7 +324,8 @@ pub async fn extract_and_publish(
 }
 
 /// A processed page through the dedup gate and onto the hops, sized to their message
-/// limit: its links first, then its record.
+/// limit: its links first, then (a crawl that refines) the page for the refiner unless it
+/// copies a page kept before, then its record.
 pub async fn publish_outputs(
     mut processed: Processed,
     fp: Option<Fingerprint>,
@@ -335,17 +344,33 @@ pub async fn publish_outputs(
             out.discovered.publish(part).await?;
         }
     }
+    if let Some(mut job) = processed.refine.take()
+        && processed.doc.page.duplicate_of.is_none()
+        && processed.doc.page.error.is_none()
+    {
+        if let Some(max) = cfg.max_message_bytes {
+            crate::fit::fit_refine(&mut job, max);
+        }
+        out.refine.publish(job).await?;
+    }
     if let Some(max) = cfg.max_message_bytes {
         crate::fit::fit_doc(&mut processed.doc, max);
     }
     out.docs.publish(processed.doc).await
 }
 
+/// What of a page's markup goes on: in its record (`keep_html`), to the refiner.
+#[derive(Clone, Copy)]
+struct Keep {
+    html: bool,
+    refine: bool,
+}
+
 /// Extraction, the host's boilerplate lines out, and the fingerprint of what is left.
 fn extract_one(
     msg: &Fetched,
     boiler: Option<&HostLines>,
-    keep_html: bool,
+    keep: Keep,
     rule: Option<(RenderMode, usize)>,
     to_browser: bool,
 ) -> (Processed, Option<Fingerprint>) {
@@ -357,12 +382,18 @@ fn extract_one(
         // Going to the browser: its rendered version is the one fingerprinted.
         return (p, None);
     }
-    if keep_html
+    let html = (keep.html || keep.refine)
         && msg.job.kind == trawl_core::UrlKind::Page
         && !msg.body.is_empty()
-        && trawl_body::is_html(msg.content_type.as_deref(), &msg.body)
-    {
-        p.doc.page.raw_html = Some(String::from_utf8_lossy(&msg.body).into_owned());
+        && trawl_body::is_html(msg.content_type.as_deref(), &msg.body);
+    if html {
+        let markup = String::from_utf8_lossy(&msg.body).into_owned();
+        if keep.refine {
+            p.refine = Some(refine_job(msg, markup.clone()));
+        }
+        if keep.html {
+            p.doc.page.raw_html = Some(markup);
+        }
     }
     if let Some(b) = boiler
         && !p.doc.page.text.is_empty()
@@ -378,6 +409,27 @@ fn extract_one(
     p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
     p.doc.page.text_hash = Some(format!("{:032x}", fp.exact));
     (p, Some(fp))
+}
+
+/// The refiner's job for a page: its markup (the browser's DOM for a rendered page) and
+/// where it came from.
+fn refine_job(msg: &Fetched, html: String) -> RefineJob {
+    let rendered = msg.render.as_ref().is_some_and(|r| r.rendered);
+    let record = if rendered {
+        msg.render.as_ref().and_then(|r| r.warc.as_ref())
+    } else {
+        msg.facts.warc.as_ref()
+    };
+    RefineJob {
+        v: MESSAGE_VERSION,
+        crawl: msg.crawl.clone(),
+        url: msg.final_url.clone(),
+        fetched_at: msg.fetched_at.clone(),
+        warc_record: record.map(|w| w.record_id.clone()),
+        rendered,
+        html,
+        html_cut: false,
+    }
 }
 
 /// The record of a page that could not be extracted: its fetch facts, no text or links.

@@ -5,7 +5,8 @@
 //! `TRAWL_*` environment variables, then (in the command line) flags. Each field has one
 //! default, here; clap's defaults are taken from the loaded layers (see
 //! [`Settings::flat`]), the cluster's crawl spec carries the [`CrawlSettings`] and
-//! [`IndexSettings`] sections, and each stage derives its own config from them.
+//! [`IndexSettings`] sections, and each stage derives its own config from them
+//! ([`RefineSettings`], like [`ProcessSettings`], stay with each process).
 //!
 //! Field names are unique across the sections, so every field has one environment
 //! variable (`TRAWL_` + its name in capitals: `TRAWL_DELAY_MS`, `TRAWL_NATS_URL`) and a
@@ -37,6 +38,7 @@ pub struct Settings {
     pub index: IndexSettings,
     pub cluster: ClusterSettings,
     pub process: ProcessSettings,
+    pub refine: RefineSettings,
 }
 
 /// What a crawl does: scope, budgets, politeness, HTTP limits, WARC, dedup. The cluster's
@@ -203,6 +205,12 @@ pub struct CrawlSettings {
     /// (CDNs, API hosts); robots.txt and the address policy still apply.
     #[cfg_attr(feature = "cli", arg(long))]
     pub render_offsite: bool,
+    /// Refine every kept HTML page after ReScraper (rendered to numbered lines, given an
+    /// edit program, executed): pages go to the refiner (`trawl-refiner` in the cluster,
+    /// workers of `trawl crawl`), which writes `refined.jsonl`; its engine is the
+    /// `refine_*` settings.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub refine: bool,
 }
 
 impl Default for CrawlSettings {
@@ -251,6 +259,7 @@ impl Default for CrawlSettings {
             render_wait_for: None,
             render_max_requests: 64,
             render_offsite: false,
+            refine: false,
         }
     }
 }
@@ -378,6 +387,120 @@ impl Default for IndexSettings {
             chunk_dedup_distance: 2,
             chunk_dedup: true,
         }
+    }
+}
+
+/// How a refiner writes its programs: trawl's extractor (`extract`, no model), a model in
+/// process (`candle`) or an OpenAI-compatible server (`openai`). Each refiner process has
+/// its own (its GPU, its server): not part of the crawl spec.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct RefineSettings {
+    /// Who writes the edit programs: `extract`, `candle` or `openai`.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "ENGINE"))]
+    pub refine_engine: String,
+    /// candle: a .gguf file (Qwen3 or Llama architecture) or a Qwen3 safetensors directory.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
+    pub refine_model: Option<PathBuf>,
+    /// openai: the server's base URL (`http://host:8000/v1`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "URL"))]
+    pub refine_endpoint: Option<String>,
+    /// openai: the served model's name.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
+    pub refine_served_model: String,
+    /// openai: the server's API key; better given as `TRAWL_REFINE_API_KEY`.
+    #[cfg_attr(feature = "cli", arg(long, hide = true))]
+    pub refine_api_key: Option<String>,
+    /// The checkpoint's system prompt, a text file (needed with a model).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub refine_system_prompt: Option<PathBuf>,
+    /// Tokens a program may take.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub refine_max_new_tokens: usize,
+    /// Sampling temperature (0: greedy), seeded per page by its URL.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "T"))]
+    pub refine_temperature: f64,
+    /// The context length pages must fit in with their token budget (0: the model's own;
+    /// openai: no check).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "TOKENS"))]
+    pub refine_context_length: usize,
+    /// Pages refined at once by this process (0: the cores for extract, 1 for candle, 8
+    /// for openai).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub refine_concurrency: usize,
+    /// openai: retries of one request on connection errors, 429 and 5xx.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub refine_retries: u32,
+    /// openai: seconds one request may take.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub refine_timeout_s: u64,
+    /// Pages with more markup than this are recorded as skipped (`too_large`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
+    pub refine_max_html_bytes: usize,
+}
+
+impl Default for RefineSettings {
+    fn default() -> Self {
+        RefineSettings {
+            refine_engine: "extract".into(),
+            refine_model: None,
+            refine_endpoint: None,
+            refine_served_model: "default".into(),
+            refine_api_key: None,
+            refine_system_prompt: None,
+            refine_max_new_tokens: 3072,
+            refine_temperature: 1.0,
+            refine_context_length: 0,
+            refine_concurrency: 0,
+            refine_retries: 3,
+            refine_timeout_s: 600,
+            refine_max_html_bytes: 8 << 20,
+        }
+    }
+}
+
+/// The API key stays out of logs.
+impl std::fmt::Debug for RefineSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefineSettings")
+            .field("refine_engine", &self.refine_engine)
+            .field("refine_model", &self.refine_model)
+            .field(
+                "refine_endpoint",
+                &self.refine_endpoint.as_deref().map(redact_url),
+            )
+            .field("refine_served_model", &self.refine_served_model)
+            .field(
+                "refine_api_key",
+                &self.refine_api_key.as_ref().map(|_| "<hidden>"),
+            )
+            .field("refine_system_prompt", &self.refine_system_prompt)
+            .field("refine_max_new_tokens", &self.refine_max_new_tokens)
+            .field("refine_temperature", &self.refine_temperature)
+            .field("refine_context_length", &self.refine_context_length)
+            .field("refine_concurrency", &self.refine_concurrency)
+            .field("refine_retries", &self.refine_retries)
+            .field("refine_timeout_s", &self.refine_timeout_s)
+            .field("refine_max_html_bytes", &self.refine_max_html_bytes)
+            .finish()
+    }
+}
+
+impl RefineSettings {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !["extract", "candle", "openai"].contains(&self.refine_engine.as_str()) {
+            return Err(SettingsError::Invalid(format!(
+                "refine_engine must be extract, candle or openai (got {:?})",
+                self.refine_engine
+            )));
+        }
+        if !(self.refine_temperature.is_finite() && self.refine_temperature >= 0.0) {
+            return Err(SettingsError::Invalid(
+                "refine_temperature must be 0 or more".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -548,6 +671,7 @@ impl Settings {
 
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.crawl.validate()?;
+        self.refine.validate()?;
         if self.process.render_concurrency == 0 {
             return Err(SettingsError::Invalid(
                 "render_concurrency must be at least 1".into(),
