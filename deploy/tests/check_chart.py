@@ -2,8 +2,9 @@
 values file in deploy/helm/trawl/ci/, lints it, validates every built-in Kubernetes object
 against the Kubernetes schemas (kubernetes-validate, strict: unknown fields fail), and
 checks what the chart promises: probes, security context, grace periods, KEDA triggers
-with what the nats-jetstream scaler needs, HPAs when KEDA is off, GPU indexers, Secret
-references. Exits non-zero with every failure listed."""
+with what the nats-jetstream scaler needs, HPAs when KEDA is off, GPU indexers and
+refiners, the refiner's engine settings, Secret references. Exits non-zero with every
+failure listed."""
 
 import copy
 import pathlib
@@ -16,8 +17,13 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "trawl"
 K8S_VERSION = "1.30.0"
-STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier"]
-STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "renderer": "TRAWL_RENDER", "indexer": "TRAWL_DOCS"}
+STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
+STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "renderer": "TRAWL_RENDER", "indexer": "TRAWL_DOCS",
+           "refiner": "TRAWL_REFINE"}
+# Every setting the refiner's engine takes from the chart (crates/core's RefineSettings).
+REFINE_ENV = {"TRAWL_REFINE_ENGINE", "TRAWL_REFINE_MODEL", "TRAWL_REFINE_ENDPOINT", "TRAWL_REFINE_SERVED_MODEL",
+              "TRAWL_REFINE_API_KEY", "TRAWL_REFINE_SYSTEM_PROMPT", "TRAWL_REFINE_MAX_NEW_TOKENS",
+              "TRAWL_REFINE_TEMPERATURE", "TRAWL_REFINE_CONTEXT_LENGTH", "TRAWL_REFINE_CONCURRENCY"}
 failures = []
 
 
@@ -52,6 +58,54 @@ def render(values):
 
 def by_kind(docs, kind):
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def check_refiner(tag, eff, spec, c, env):
+    """The refiner's engine, model, server, key and prompt, as `refine` in the values says."""
+    r = eff["refine"]
+    val = {k: e.get("value") for k, e in env.items()}
+    check(val.get("TRAWL_REFINE_ENGINE") == r["engine"], f"{tag} refiner engine {val.get('TRAWL_REFINE_ENGINE')}")
+    check(c["command"] == ["/usr/local/bin/trawl-refiner"], f"{tag} refiner runs {c['command']}")
+    for key, var in [("maxNewTokens", "TRAWL_REFINE_MAX_NEW_TOKENS"), ("contextLength", "TRAWL_REFINE_CONTEXT_LENGTH"),
+                     ("concurrency", "TRAWL_REFINE_CONCURRENCY")]:
+        check(val.get(var) == str(r[key]), f"{tag} refiner {var}={val.get(var)}, values {r[key]}")
+    check(float(val.get("TRAWL_REFINE_TEMPERATURE", "nan")) == float(r["temperature"]), f"{tag} refiner temperature")
+    check(val.get("TRAWL_REFINE_MODEL") == (r["model"]["path"] or None), f"{tag} refiner model {val.get('TRAWL_REFINE_MODEL')}")
+    check(val.get("TRAWL_REFINE_ENDPOINT") == (r["endpoint"] or None), f"{tag} refiner endpoint")
+    check(val.get("TRAWL_REFINE_SERVED_MODEL") == (r["servedModel"] or None), f"{tag} refiner served model")
+    key = env.get("TRAWL_REFINE_API_KEY")
+    if r["apiKey"]["existingSecret"]:
+        ref = (key or {}).get("valueFrom", {}).get("secretKeyRef", {})
+        check(ref.get("name") == r["apiKey"]["existingSecret"] and ref.get("key") == r["apiKey"]["secretKey"],
+              f"{tag} refiner API key not from {r['apiKey']['existingSecret']}")
+    else:
+        check(key is None, f"{tag} refiner API key set without a Secret")
+    vols = {v["name"]: v for v in spec["volumes"]}
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    claim = r["model"]["existingClaim"]
+    if claim:
+        check(vols.get("refine-model", {}).get("persistentVolumeClaim", {}).get("claimName") == claim,
+              f"{tag} refiner model volume not {claim}")
+        m = mounts.get("refine-model", {})
+        check(m.get("mountPath") == r["model"]["mountPath"] and m.get("readOnly") is True,
+              f"{tag} refiner model not mounted read-only at {r['model']['mountPath']}")
+    else:
+        check("refine-model" not in vols, f"{tag} refiner model volume without a claim")
+    sp = r["systemPrompt"]
+    prompt = val.get("TRAWL_REFINE_SYSTEM_PROMPT")
+    if sp["path"]:
+        check(prompt == sp["path"], f"{tag} refiner system prompt {prompt}, not {sp['path']}")
+    elif sp["existingConfigMap"] or sp["text"]:
+        cm = vols.get("refine-prompt", {}).get("configMap", {})
+        want = sp["existingConfigMap"] or "trawl-refine"
+        check(cm.get("name") == want, f"{tag} refiner prompt ConfigMap {cm.get('name')}, not {want}")
+        check(cm.get("items") == [{"key": sp["key"], "path": sp["key"]}], f"{tag} refiner prompt key")
+        dir_ = mounts.get("refine-prompt", {}).get("mountPath")
+        check(dir_ and prompt == f"{dir_}/{sp['key']}", f"{tag} refiner prompt {prompt} is not the mounted file")
+    else:
+        check(prompt is None and "refine-prompt" not in vols, f"{tag} refiner prompt without one in the values")
+    if r["engine"] != "extract":
+        check(prompt, f"{tag} refiner engine {r['engine']} without its system prompt")
 
 
 def check_case(name, values, over):
@@ -112,21 +166,33 @@ def check_case(name, values, over):
             mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
             check(mounts.get("shm") == "/dev/shm" and vols.get("shm", {}).get("emptyDir", {}).get("medium") == "Memory",
                   f"{tag} renderer without a memory-backed /dev/shm for Chromium")
-        if stage == "indexer":
-            gpu = eff["stages"]["indexer"]["gpu"]
-            limits = c.get("resources", {}).get("limits", {})
+        limits = c.get("resources", {}).get("limits", {})
+        if stage in ("indexer", "refiner"):
+            gpu = eff["stages"][stage]["gpu"]
             if gpu["enabled"]:
-                check(str(limits.get("nvidia.com/gpu")) == str(gpu["count"]), f"{tag} indexer GPU limit {limits}")
-                check(c["image"].endswith("-cuda") or gpu["image"], f"{tag} GPU indexer image {c['image']}")
-                check(spec.get("tolerations"), f"{tag} GPU indexer without tolerations")
-                check(spec.get("nodeSelector"), f"{tag} GPU indexer without node selector")
+                check(str(limits.get(gpu["resourceName"])) == str(gpu["count"]), f"{tag} {stage} GPU limit {limits}")
+                check(c["image"].endswith("-cuda") or gpu["image"], f"{tag} GPU {stage} image {c['image']}")
+                check(spec.get("tolerations"), f"{tag} GPU {stage} without tolerations")
+                check(spec.get("nodeSelector"), f"{tag} GPU {stage} without node selector")
             else:
-                check("nvidia.com/gpu" not in limits, f"{tag} GPU requested while off")
+                check("nvidia.com/gpu" not in limits, f"{tag} {stage} GPU requested while off")
+                check(not c["image"].endswith("-cuda"), f"{tag} {stage} on the CUDA image without a GPU")
+        else:
+            check("nvidia.com/gpu" not in limits, f"{tag} {stage} requests a GPU")
+        if stage != "refiner":
+            check(not REFINE_ENV & env.keys(), f"{tag} {stage} has the refiner's settings {REFINE_ENV & env.keys()}")
+        else:
+            check_refiner(tag, eff, spec, c, env)
+        if stage == "indexer":
             if eff["model"]["existingClaim"]:
                 vols = {v["name"]: v for v in spec["volumes"]}
                 check(vols.get("model", {}).get("persistentVolumeClaim", {}).get("claimName") == eff["model"]["existingClaim"],
                       f"{tag} model volume")
     cms = by_kind(docs, "ConfigMap")
+    sp = eff["refine"]["systemPrompt"]
+    made = bool(sp["text"] and not sp["path"] and not sp["existingConfigMap"] and eff["stages"]["refiner"]["enabled"])
+    if check(("trawl-refine" in cms) == made, f"{tag} refiner prompt ConfigMap presence: want {made}") and made:
+        check(cms["trawl-refine"]["data"] == {sp["key"]: sp["text"]}, f"{tag} refiner prompt ConfigMap content")
     cm = cms.get("trawl", {}).get("data", {})
     for key in ["TRAWL_NATS_URL", "TRAWL_METRICS_ADDR", "TRAWL_INDEX_URI", "TRAWL_MODEL_DIR", "TRAWL_CRAWL"]:
         check(key in cm, f"{tag} ConfigMap lacks {key}")
@@ -142,7 +208,7 @@ def check_case(name, values, over):
         check(m["spec"]["endpoints"][0]["path"] == "/metrics", f"{tag} ServiceMonitor path")
     scaled = by_kind(docs, "ScaledObject")
     hpas = by_kind(docs, "HorizontalPodAutoscaler")
-    for stage in ["fetcher", "extractor", "renderer", "indexer"]:
+    for stage in ["fetcher", "extractor", "renderer", "indexer", "refiner"]:
         auto = eff["stages"][stage]["autoscaling"]["enabled"]
         so = scaled.get(f"trawl-{stage}")
         hpa = hpas.get(f"trawl-{stage}")
@@ -160,6 +226,7 @@ def check_case(name, values, over):
             check(md.get("lagThreshold") == str(eff["stages"][stage]["autoscaling"]["lagThreshold"]), f"{tag} {stage} lag threshold")
             check(md.get("account"), f"{tag} {stage} account")
             check(so["spec"]["maxReplicaCount"] == eff["stages"][stage]["autoscaling"]["maxReplicas"], f"{tag} {stage} max replicas")
+            check(so["spec"]["minReplicaCount"] == eff["stages"][stage]["autoscaling"]["minReplicas"], f"{tag} {stage} min replicas")
         elif auto:
             check(so is None, f"{tag} ScaledObject for {stage} with KEDA off")
             check(hpa is not None, f"{tag} no HPA for {stage} with KEDA off")
@@ -222,6 +289,14 @@ def main():
         ({"nats": {"monitoringEndpoint": "http://nats:8222"}}, "scheme in the monitoring endpoint"),
         ({"crawl": "has space"}, "crawl id with a space"),
         ({"keda": {"enabled": "yes"}}, "a string for a boolean"),
+        ({"refine": {"engine": "gpt"}}, "an unknown refine engine"),
+        ({"refine": {"endpoint": "vllm:8000/v1"}}, "a refine endpoint without a scheme"),
+        ({"stages": {"refiner": {"gpu": {"enabled": True, "vram": 80}}}}, "an unknown refiner GPU key"),
+        # Refused by the templates: settings the refiner would stop on at its start.
+        ({"refine": {"engine": "candle", "systemPrompt": {"text": "p"}}}, "candle without a model"),
+        ({"refine": {"engine": "openai", "systemPrompt": {"text": "p"}}}, "openai without an endpoint"),
+        ({"refine": {"engine": "openai", "endpoint": "http://vllm:8000/v1"}}, "a model engine without a system prompt"),
+        ({"stages": {"refiner": {"gpu": {"enabled": True}}}}, "GPU refiners with the extract engine"),
     ]:
         try:
             render(bad)

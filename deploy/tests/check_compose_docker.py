@@ -1,9 +1,11 @@
 """Checks docker-compose.yml against the compose specification's JSON schema (the copy
 shipped in the docker-compose 1.29.2 wheel, fetched by scripts/test.sh; no Docker engine
 needed), and what the file promises: NATS with JetStream and monitoring, Redis with AOF,
-the four services with health checks, Prometheus scraping them, Grafana with a provisioned
-dashboard whose metrics the services really export. Lints the Dockerfiles with hadolint
-and checks that every binary and path they name exists in the workspace."""
+the seven services with health checks (the refiner with its engine settings), the same on
+the host's network with a metrics port each, Prometheus scraping them, Grafana with a
+provisioned dashboard whose metrics the services really export. Lints the Dockerfiles with
+hadolint and checks that every binary and path they name exists in the workspace, and that
+every stage's binary is built into the images."""
 
 import json
 import os
@@ -18,7 +20,7 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier"]
+STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
 failures = []
 
 
@@ -63,6 +65,8 @@ def compose():
     check(rend.get("build", {}).get("target") == "renderer" and rend.get("image") == "trawl:renderer",
           "the renderer does not run the image with Chromium (target renderer)")
     check(rend.get("shm_size"), "the renderer has the default 64 MiB /dev/shm Chromium runs short of")
+    refiner(svc.get("refiner", {}))
+    host_network(doc)
     api = svc.get("api")
     if check(api is not None, "no api service (trawl serve)"):
         cmd = api["command"]
@@ -88,7 +92,7 @@ def compose():
     for p in dash["panels"]:
         for t in p["targets"]:
             for metric in re.findall(r"trawl_[a-z_]+", t["expr"]):
-                base = re.sub(r"_(frontier|fetcher|extractor|renderer|indexer|notifier)_ready$", "_{stage}_ready", metric)
+                base = re.sub(r"_(frontier|fetcher|extractor|renderer|indexer|notifier|refiner)_ready$", "_{stage}_ready", metric)
                 check(base in source or metric in source, f"dashboard metric {metric} is not exported")
             for event in re.findall(r'event=~"([^"]+)"', t["expr"]):
                 for e in event.split("|"):
@@ -98,6 +102,53 @@ def compose():
                     prefix = e[: e.rfind(".") + 1]
                     check(f'"{e}' in source or f'"{prefix}"' in source,
                           f"dashboard counter {e} is not counted anywhere")
+
+
+def refine_settings():
+    """The refiner's variables: TRAWL_ and a field of crates/core's RefineSettings."""
+    text = (ROOT / "crates/core/src/settings/mod.rs").read_text()
+    return {f"TRAWL_{f.upper()}" for f in re.findall(r"^\s*pub (refine_\w+):", text, re.M)}
+
+
+def refiner(d):
+    """The refiner runs on the plain image (no Chromium, no embedding model), writes to the
+    data volume like the indexer, and its engine is extract unless the host says."""
+    check(d.get("image", "trawl:latest") == "trawl:latest" and "target" not in d.get("build", {}),
+          f"the refiner does not run the plain trawl:latest image: {d.get('image')} {d.get('build')}")
+    check("trawl-data:/data" in d.get("volumes", []), "the refiner does not write to the trawl-data volume")
+    env = d.get("environment", {})
+    check(env.get("TRAWL_OUT") == "/data", f"the refiner writes to {env.get('TRAWL_OUT')}, not the data volume")
+    check(env.get("TRAWL_REFINE_ENGINE") == "${TRAWL_REFINE_ENGINE:-extract}",
+          f"the refiner's engine is {env.get('TRAWL_REFINE_ENGINE')}, not extract by default")
+    known = refine_settings()
+    check("TRAWL_REFINE_ENGINE" in known, "crates/core has no refine_engine setting")
+    for k in env:
+        if k.startswith("TRAWL_REFINE"):
+            check(k in known, f"the refiner's {k} is no setting of crates/core (refine_*)")
+
+
+def host_network(base):
+    """deploy/compose/host-network.yml: every stage on the host's network, each with its
+    own loopback metrics port and its health check on that port."""
+    doc = yaml.safe_load((ROOT / "deploy/compose/host-network.yml").read_text())
+    svc = doc.get("services", {})
+    ports = {}
+    for s in STAGES:
+        d = svc.get(s)
+        if not check(d is not None, f"host-network.yml: no {s} service"):
+            continue
+        check(d.get("network_mode") == "host", f"host-network.yml: {s} is not on the host's network")
+        addr = str(d.get("environment", {}).get("TRAWL_METRICS_ADDR", ""))
+        if not check(addr.startswith("127.0.0.1:"), f"host-network.yml: {s} metrics on {addr!r}, not loopback"):
+            continue
+        port = addr.rsplit(":", 1)[1]
+        check(port not in ports, f"host-network.yml: {s} and {ports.get(port)} share metrics port {port}")
+        ports[port] = s
+        check(f"127.0.0.1:{port}/healthz" in " ".join(d.get("healthcheck", {}).get("test", [])),
+              f"host-network.yml: {s} health check not on its port {port}")
+        check(any(str(v).endswith(":/data") for v in d.get("volumes", [])), f"host-network.yml: {s} without /data")
+    for s in svc:
+        check(s in base["services"] or s == "api-host", f"host-network.yml overrides {s}, which compose does not define")
 
 
 def dockerfiles():
@@ -117,8 +168,8 @@ def dockerfiles():
         for b in m.get("bin", []):
             bins.add(b["name"])
         features = m.get("features", {})
-        if m["package"]["name"] == "trawl-index":
-            check("cuda" in features, "trawl-index has no cuda feature for the CUDA image")
+        if m["package"]["name"] in ("trawl-index", "trawl-refiner-bin"):
+            check("cuda" in features, f"{m['package']['name']} has no cuda feature for the CUDA image")
     for f in files:
         text = f.read_text()
         check(re.search(r"^USER\s+(?!0\b|root\b)\S+", text, re.M), f"{f.name}: no non-root USER")
@@ -132,6 +183,18 @@ def dockerfiles():
         for b in re.findall(r"/usr/local/bin/(trawl[a-z-]*)", text):
             check(b in bins, f"{f.name}: runs {b}, which is no binary of the workspace")
     main = (ROOT / "deploy/docker/Dockerfile").read_text()
+    build = re.search(r"^FROM \S+ AS build$(.*?)(?=^FROM |\Z)", main, re.M | re.S)
+    build = build.group(1) if build else ""
+    script = (ROOT / "deploy/tests/build_images.sh").read_text()
+    for s in STAGES:
+        check(re.search(rf"-p trawl-{s}-bin\b", build), f"Dockerfile: the build stage does not build trawl-{s}-bin")
+        check(re.search(rf"target/release/trawl-{s}\b", build), f"Dockerfile: the build stage does not copy trawl-{s}")
+        check(re.search(rf"\btrawl-{s}\b", script), f"build_images.sh does not put trawl-{s} in the prebuilt image")
+    cuda = (ROOT / "deploy/docker/Dockerfile.cuda").read_text()
+    for pkg, feature, binary in [("trawl-indexer-bin", "trawl-index/cuda", "trawl-indexer"),
+                                 ("trawl-refiner-bin", "trawl-refiner-bin/cuda", "trawl-refiner")]:
+        check(re.search(rf"-p {pkg}\b", cuda) and feature in cuda and f"target/release/{binary}" in cuda,
+              f"Dockerfile.cuda: {binary} is not built with {feature}")
     for target in ["renderer", "prebuilt-renderer"]:
         m = re.search(rf"^FROM \S+ AS {target}$(.*?)(?=^FROM |\Z)", main, re.M | re.S)
         check(m and "chromium-headless-shell" in m.group(1) and "TRAWL_CHROMIUM" in m.group(1),

@@ -50,7 +50,7 @@ app.kubernetes.io/component: {{ .stage }}
 
 {{/* The JetStream stream and durable consumer a stage reads (see crates/cluster). */}}
 {{- define "trawl.hop" -}}
-{{- $hops := dict "frontier" "discovered" "fetcher" "fetch" "extractor" "fetched" "renderer" "render" "indexer" "docs" -}}
+{{- $hops := dict "frontier" "discovered" "fetcher" "fetch" "extractor" "fetched" "renderer" "render" "indexer" "docs" "refiner" "refine" -}}
 {{- index $hops . -}}
 {{- end -}}
 
@@ -61,4 +61,44 @@ app.kubernetes.io/component: {{ .stage }}
 {{- define "trawl.image" -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+
+{{/* The refiner's engine settings, refused here when they cannot run (before a pod
+crash-loops on them). */}}
+{{- define "trawl.refineCheck" -}}
+{{- $r := .Values.refine -}}
+{{- if and (eq $r.engine "candle") (not $r.model.path) -}}
+{{- fail "refine.engine candle needs refine.model.path (a .gguf file or a Qwen3 safetensors directory in the pod)" -}}
+{{- end -}}
+{{- if and (eq $r.engine "openai") (not $r.endpoint) -}}
+{{- fail "refine.engine openai needs refine.endpoint (the server's base URL, e.g. http://vllm:8000/v1)" -}}
+{{- end -}}
+{{- if and (ne $r.engine "extract") (not (or $r.systemPrompt.text $r.systemPrompt.existingConfigMap $r.systemPrompt.path)) -}}
+{{- fail (printf "refine.engine %s needs the checkpoint's system prompt: refine.systemPrompt.text, .existingConfigMap or .path" $r.engine) -}}
+{{- end -}}
+{{- if and .Values.stages.refiner.gpu.enabled (ne $r.engine "candle") -}}
+{{- fail "stages.refiner.gpu needs refine.engine candle: only a model in the pod uses the GPU" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ConfigMap holding the refiner's system prompt (none when it is a path). */}}
+{{- define "trawl.refinePromptConfigMap" -}}
+{{- $p := .Values.refine.systemPrompt -}}
+{{- if not $p.path -}}
+{{- if $p.existingConfigMap -}}
+{{- $p.existingConfigMap -}}
+{{- else if $p.text -}}
+{{- printf "%s-refine" (include "trawl.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* TRAWL_REFINE_SYSTEM_PROMPT: the path, else the file of the mounted ConfigMap. */}}
+{{- define "trawl.refineSystemPrompt" -}}
+{{- $p := .Values.refine.systemPrompt -}}
+{{- if $p.path -}}
+{{- $p.path -}}
+{{- else if include "trawl.refinePromptConfigMap" . -}}
+{{- printf "/etc/trawl/refine/%s" $p.key -}}
+{{- end -}}
 {{- end -}}
