@@ -7,11 +7,12 @@ use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreResult};
 
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 10] = [
+pub const OUTPUTS: [&str; 11] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
     "pages.jsonl",
+    "refined.jsonl",
     "report.json",
     "changes.jsonl",
     "changes-undelivered.jsonl",
