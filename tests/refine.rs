@@ -391,6 +391,7 @@ async fn the_refiner_over_jetstream_writes_each_page_once_and_drains_its_hop() {
     let counters = trawl_core::counters::Counters::from_map(&state.counters().await.unwrap());
     assert_eq!(counters.get(&trawl_core::counters::Counter::RefinePages), 7);
     assert_eq!(counters.refine_skipped()["too_large"], 1);
+    support::cleanup(&prefix, "c", None).await;
 }
 
 /// The service binary refuses to start on an engine it cannot run (it would otherwise
