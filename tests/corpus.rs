@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use support::{options, pages, python_has};
-use trawl::corpus::{ExportArgs, ExportFormat, FilterName, IngestArgs};
+use trawl::corpus::{ExportArgs, ExportFormat, FilterName, IngestArgs, RulesArg};
 use trawl_testsite::{SiteConfig, TestSite};
 
 fn shared(rel: &str) -> Option<std::path::PathBuf> {
@@ -50,6 +50,7 @@ fn export_args(
         filters,
         min_words: None,
         quality_config: None,
+        quality_rules: None,
         minhash_threshold: 0.8,
         no_minhash: false,
         keep_duplicates: false,
@@ -239,6 +240,75 @@ async fn wet_text_and_language_reach_the_export_unchanged() {
             assert!(q["gopher_words"].as_f64().unwrap() >= 50.0);
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multilingual_archive_exported_with_defaults_keeps_its_good_non_english_pages() {
+    let (Some(warc), Some(wet)) = (
+        shared("data/warc/commoncrawl/CC-MAIN-2020-34-excerpt.warc.gz"),
+        shared("data/warc/commoncrawl/whirlwind.warc.wet.gz"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    trawl::corpus::ingest(&ingest_args(
+        vec![warc.display().to_string(), wet.display().to_string()],
+        dir.path(),
+    ))
+    .await
+    .unwrap();
+    let report = |name: &str, rules: Option<RulesArg>| {
+        let out = dir.path().join(name);
+        let mut a = export_args(dir.path(), &out, ExportFormat::Jsonl, vec![FilterName::All]);
+        a.quality_rules = rules;
+        trawl::corpus::export(&a).unwrap();
+        let rep: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{name}.report.json"))).unwrap(),
+        )
+        .unwrap();
+        let rows = std::fs::read_to_string(&out).unwrap().lines().count() as u64;
+        assert_eq!(rep["documents_out"].as_u64().unwrap(), rows);
+        rep
+    };
+    // English rules on every page (the old default): the English stop words and the
+    // alphabetic-word ratio reject the Chinese, German, Dutch, Russian and Spanish pages.
+    let english = report("english.jsonl", Some(RulesArg::English));
+    let non_english_in: u64 = english["languages_in"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "eng")
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    assert!(non_english_in >= 10, "{english}");
+    let kept_non_english = |rep: &Value| -> u64 {
+        rep["languages_out"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| *k != "eng")
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(kept_non_english(&english), 0, "{english}");
+    assert!(english["not_applied"].as_object().unwrap().is_empty());
+
+    // The default: each language's own settings. The Dutch and the Russian business pages
+    // (real prose) are kept; pages of navigation and broken encodings are still dropped.
+    let rep = report("default.jsonl", None);
+    assert_eq!(rep["rules"], "per_language");
+    assert!(rep["rules_source"].as_str().unwrap().contains("FineWeb 2"));
+    assert_eq!(rep["languages_out"]["nld"], 1, "{rep}");
+    assert_eq!(rep["languages_out"]["rus"], 1, "{rep}");
+    assert!(kept_non_english(&rep) >= 3, "{rep}");
+    assert!(kept_non_english(&rep) < non_english_in, "{rep}");
+    assert!(rep["dropped"]["gopher_quality:gopher_below_alpha_threshold"].as_u64() > Some(0));
+    // C4 is for English: the report says it did not run on the others.
+    assert_eq!(
+        rep["not_applied"]["c4"]["cmn"], rep["languages_in"]["cmn"],
+        "{rep}"
+    );
+    assert!(rep["not_applied"]["c4"].get("eng").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use trawl_corpus::export::{ExportOptions, Format};
 use trawl_corpus::ingest::{IngestOptions, IngestReport, is_url};
-use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition};
+use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules};
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
@@ -47,6 +47,17 @@ pub enum FilterName {
     None,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RulesArg {
+    /// FineWeb 2's settings for each language (70 languages), the English settings for
+    /// English; C4 only on English; a language without settings is not filtered (the report
+    /// says which filters did not run for which language).
+    PerLanguage,
+    /// The English settings on every document (datatrove's defaults: they reject most
+    /// non-English text).
+    English,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// A crawl or ingest output directory (or its `pages.jsonl`).
@@ -73,6 +84,10 @@ pub struct ExportArgs {
     /// ...}`; a filter left out or null does not run). Overrides `--filters`.
     #[arg(long)]
     pub quality_config: Option<PathBuf>,
+    /// Which settings each document's language gets [default: per-language, or the
+    /// configuration's `rules`].
+    #[arg(long, value_enum)]
+    pub quality_rules: Option<RulesArg>,
     /// MinHash-LSH Jaccard threshold for corpus dedup over word 5-grams.
     #[arg(long, default_value_t = 0.8)]
     pub minhash_threshold: f64,
@@ -85,6 +100,16 @@ pub struct ExportArgs {
 }
 
 fn filters(args: &ExportArgs) -> anyhow::Result<Filters> {
+    let mut f = configured_filters(args)?;
+    match args.quality_rules {
+        Some(RulesArg::PerLanguage) => f.rules = LanguageRules::PerLanguage,
+        Some(RulesArg::English) => f.rules = LanguageRules::English,
+        None => {}
+    }
+    Ok(f)
+}
+
+fn configured_filters(args: &ExportArgs) -> anyhow::Result<Filters> {
     if let Some(path) = &args.quality_config {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

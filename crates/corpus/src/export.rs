@@ -72,6 +72,13 @@ pub struct DatasetReport {
     pub languages_out: BTreeMap<String, u64>,
     /// Documents read, by language.
     pub languages_in: BTreeMap<String, u64>,
+    /// `per_language` (FineWeb 2's settings for each language, English's own for English)
+    /// or `english` (the English settings for every document).
+    pub rules: crate::quality::LanguageRules,
+    /// Where the per-language settings come from (FineWeb 2's commit).
+    pub rules_source: String,
+    /// Filters that were on but did not run, by filter and language: documents.
+    pub not_applied: BTreeMap<String, BTreeMap<String, u64>>,
     pub elapsed_s: f64,
     pub documents_per_s: f64,
 }
@@ -113,7 +120,18 @@ fn judge(
     {
         return Err("language:low_score".into());
     }
-    let verdict = opts.filters.check(&page.text);
+    let script = lang::script(&page.text);
+    let verdict = opts
+        .filters
+        .check_in(&page.text, lang.as_ref().map(|(c, _)| c.as_str()), script);
+    for f in &verdict.not_applied {
+        *report
+            .not_applied
+            .entry((*f).to_string())
+            .or_default()
+            .entry(code.to_string())
+            .or_default() += 1;
+    }
     if let Some(reason) = verdict.dropped {
         return Err(reason);
     }
@@ -276,7 +294,14 @@ pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
         )?))),
         Format::Parquet => Box::new(ParquetSink::new(&opts.out)?),
     };
-    let mut report = DatasetReport::default();
+    let mut report = DatasetReport {
+        rules: opts.filters.rules,
+        rules_source: format!(
+            "FineWeb 2 configs @ {}",
+            crate::language_rules::source_commit()
+        ),
+        ..DatasetReport::default()
+    };
     let hasher = MinHasher::new(5);
     let mut lsh = opts.minhash_threshold.map(LshIndex::new);
     for (n, line) in reader.lines().enumerate() {
@@ -364,6 +389,16 @@ pub fn markdown_report(r: &DatasetReport) -> String {
             r.languages_out.get(k).copied().unwrap_or(0)
         ));
     }
+    if !r.not_applied.is_empty() {
+        s.push_str(
+            "\n## Filters not run (no settings for the language)\n\n| filter | language: documents |\n|---|---|\n",
+        );
+        for (f, langs) in &r.not_applied {
+            let l: Vec<String> = langs.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            s.push_str(&format!("| {f} | {} |\n", l.join(", ")));
+        }
+    }
+    s.push_str(&format!("\nRules: {:?} ({})\n", r.rules, r.rules_source));
     s.push_str(&format!(
         "\n{:.1} s, {:.0} documents/s\n",
         r.elapsed_s, r.documents_per_s

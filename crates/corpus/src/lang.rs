@@ -5,12 +5,49 @@
 pub fn detect(text: &str) -> Option<(String, f64)> {
     // A long document says the same thing in its first pages; whatlang's cost grows with
     // the input.
-    let mut end = text.len().min(20_000);
+    let info = whatlang::detect(&text[..floor_boundary(text, 20_000)])?;
+    Some((info.lang().code().to_string(), info.confidence()))
+}
+
+/// The text's script as an ISO 15924 code (`Latn`, `Cyrl`, `Hani`, ...), the key FineWeb 2
+/// files its per-language settings under.
+pub fn script(text: &str) -> Option<&'static str> {
+    use whatlang::Script as S;
+    let head = &text[..floor_boundary(text, 20_000)];
+    Some(match whatlang::detect_script(head)? {
+        S::Arabic => "Arab",
+        S::Armenian => "Armn",
+        S::Bengali => "Beng",
+        S::Cyrillic => "Cyrl",
+        S::Devanagari => "Deva",
+        S::Ethiopic => "Ethi",
+        S::Georgian => "Geor",
+        S::Greek => "Grek",
+        S::Gujarati => "Gujr",
+        S::Gurmukhi => "Guru",
+        S::Hangul => "Hang",
+        S::Hebrew => "Hebr",
+        S::Hiragana | S::Katakana => "Jpan",
+        S::Kannada => "Knda",
+        S::Khmer => "Khmr",
+        S::Latin => "Latn",
+        S::Malayalam => "Mlym",
+        S::Mandarin => "Hani",
+        S::Myanmar => "Mymr",
+        S::Oriya => "Orya",
+        S::Sinhala => "Sinh",
+        S::Tamil => "Taml",
+        S::Telugu => "Telu",
+        S::Thai => "Thai",
+    })
+}
+
+fn floor_boundary(text: &str, max: usize) -> usize {
+    let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let info = whatlang::detect(&text[..end])?;
-    Some((info.lang().code().to_string(), info.confidence()))
+    end
 }
 
 /// The language of a document: the archive's label (first code of a list such as

@@ -6,4 +6,5 @@ pub mod export;
 pub mod http;
 pub mod ingest;
 pub mod lang;
+pub mod language_rules;
 pub mod quality;

@@ -38,6 +38,46 @@ pub fn words(text: &str) -> Vec<&str> {
     out
 }
 
+/// How a filter splits text into words: at spaces (with punctuation split off, as datatrove's
+/// English tokenizer does), or by ICU's dictionary segmenter for scripts written without
+/// spaces (Chinese, Japanese, Thai, Khmer, Burmese), as datatrove uses a language's own
+/// tokenizer there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tokenizer {
+    #[default]
+    Spaces,
+    Segmented,
+}
+
+impl Tokenizer {
+    pub fn words(self, text: &str) -> Vec<&str> {
+        match self {
+            Tokenizer::Spaces => words(text),
+            Tokenizer::Segmented => segmented_words(text),
+        }
+    }
+}
+
+/// ICU word segments, less the runs of white space between them; punctuation stays a token,
+/// as in the space tokenizer.
+fn segmented_words(text: &str) -> Vec<&str> {
+    use icu_segmenter::WordSegmenter;
+    use icu_segmenter::options::WordBreakInvariantOptions;
+    let segmenter = WordSegmenter::new_auto(WordBreakInvariantOptions::default());
+    let mut out = Vec::new();
+    let mut last = 0;
+    for b in segmenter.segment_str(text) {
+        if b > last {
+            let seg = &text[last..b];
+            if !seg.trim().is_empty() {
+                out.push(seg.trim());
+            }
+        }
+        last = b;
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GopherQuality {
@@ -51,6 +91,8 @@ pub struct GopherQuality {
     pub max_non_alpha_words_ratio: f64,
     pub min_stop_words: usize,
     pub stop_words: Vec<String>,
+    #[serde(skip)]
+    pub tokenizer: Tokenizer,
 }
 
 impl Default for GopherQuality {
@@ -68,6 +110,7 @@ impl Default for GopherQuality {
             stop_words: ["the", "be", "to", "of", "and", "that", "have", "with"]
                 .map(String::from)
                 .to_vec(),
+            tokenizer: Tokenizer::Spaces,
         }
     }
 }
@@ -77,7 +120,7 @@ pub type Signals = Vec<(&'static str, f64)>;
 
 impl GopherQuality {
     pub fn check(&self, text: &str, sig: &mut Signals) -> Result<(), &'static str> {
-        let words = words(text);
+        let words = self.tokenizer.words(text);
         let n_words = words.len().max(1) as f64;
         let non_symbol: Vec<&str> = words
             .iter()
@@ -165,6 +208,8 @@ pub struct GopherRepetition {
     pub dup_para_char_frac: f64,
     pub top_n_grams: Vec<(usize, f64)>,
     pub dup_n_grams: Vec<(usize, f64)>,
+    #[serde(skip)]
+    pub tokenizer: Tokenizer,
 }
 
 impl Default for GopherRepetition {
@@ -183,6 +228,7 @@ impl Default for GopherRepetition {
                 (9, 0.11),
                 (10, 0.10),
             ],
+            tokenizer: Tokenizer::Spaces,
         }
     }
 }
@@ -212,25 +258,27 @@ impl GopherRepetition {
         let (pd, pc) = find_duplicates(paragraphs.iter().copied());
         let para_frac = pd as f64 / paragraphs.len().max(1) as f64;
         sig.push(("repetition_dup_para_frac", para_frac));
-        if para_frac > self.dup_para_frac {
+        // A threshold of 0 turns the rule off, as in datatrove (FineWeb 2 runs it so).
+        let on = |t: f64| t > 0.0;
+        if on(self.dup_para_frac) && para_frac > self.dup_para_frac {
             return Err("dup_para_frac");
         }
         sig.push(("repetition_dup_para_char_frac", pc as f64 / len));
-        if pc as f64 / len > self.dup_para_char_frac {
+        if on(self.dup_para_char_frac) && pc as f64 / len > self.dup_para_char_frac {
             return Err("dup_para_char_frac");
         }
         let lines: Vec<&str> = split_runs(text, 1);
         let (ld, lc) = find_duplicates(lines.iter().copied());
         let line_frac = ld as f64 / lines.len().max(1) as f64;
         sig.push(("repetition_dup_line_frac", line_frac));
-        if line_frac > self.dup_line_frac {
+        if on(self.dup_line_frac) && line_frac > self.dup_line_frac {
             return Err("dup_line_frac");
         }
         sig.push(("repetition_dup_line_char_frac", lc as f64 / len));
-        if lc as f64 / len > self.dup_line_char_frac {
+        if on(self.dup_line_char_frac) && lc as f64 / len > self.dup_line_char_frac {
             return Err("dup_line_char_frac");
         }
-        let words = words(text);
+        let words = self.tokenizer.words(text);
         const TOP: [&str; 3] = ["top_2_gram", "top_3_gram", "top_4_gram"];
         for &(n, frac) in &self.top_n_grams {
             if words.len() < n {
@@ -475,6 +523,8 @@ pub struct FineWeb {
     pub short_line_length: usize,
     pub char_duplicates_ratio: f64,
     pub new_line_ratio: f64,
+    #[serde(skip)]
+    pub tokenizer: Tokenizer,
 }
 
 impl Default for FineWeb {
@@ -486,6 +536,7 @@ impl Default for FineWeb {
             short_line_length: 30,
             char_duplicates_ratio: 0.01,
             new_line_ratio: 0.3,
+            tokenizer: Tokenizer::Spaces,
         }
     }
 }
@@ -553,7 +604,7 @@ impl FineWeb {
         if dup > self.char_duplicates_ratio {
             return Err("char_dup_ratio");
         }
-        let words = words(text).len().max(1) as f64;
+        let words = self.tokenizer.words(text).len().max(1) as f64;
         let nl = text.matches('\n').count() as f64 / words;
         sig.push(("fineweb_newline_ratio", nl));
         if nl > self.new_line_ratio {
@@ -561,6 +612,20 @@ impl FineWeb {
         }
         Ok(())
     }
+}
+
+/// Which settings a document's language gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LanguageRules {
+    /// English gets the filters' own settings (datatrove's English defaults, or the
+    /// configuration's); another language gets FineWeb 2's settings for it, and C4 (written
+    /// for English) does not run; a language with no settings is not filtered and the report
+    /// says which rules did not run for it.
+    #[default]
+    PerLanguage,
+    /// The filters' own settings on every document, whatever its language.
+    English,
 }
 
 /// Which filters run, with their settings.
@@ -571,6 +636,8 @@ pub struct Filters {
     pub gopher_repetition: Option<GopherRepetition>,
     pub c4: Option<C4>,
     pub fineweb: Option<FineWeb>,
+    #[serde(default)]
+    pub rules: LanguageRules,
 }
 
 /// The verdict on one document.
@@ -581,6 +648,8 @@ pub struct QualityVerdict {
     pub signals: Vec<(&'static str, f64)>,
     /// The text after C4's line filtering, when C4 ran and kept the document.
     pub c4_text: Option<String>,
+    /// Filters that are on but have no settings for the document's language.
+    pub not_applied: Vec<&'static str>,
 }
 
 impl Filters {
@@ -591,11 +660,78 @@ impl Filters {
             gopher_repetition: Some(GopherRepetition::default()),
             c4: Some(C4::default()),
             fineweb: Some(FineWeb::default()),
+            rules: LanguageRules::PerLanguage,
         }
     }
 
-    /// Runs the filters in the order datatrove's FineWeb pipeline does (Gopher repetition,
-    /// Gopher quality, C4, FineWeb); the first drop ends the run.
+    fn enabled(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if self.gopher_repetition.is_some() {
+            on.push("gopher_repetition");
+        }
+        if self.gopher_quality.is_some() {
+            on.push("gopher_quality");
+        }
+        if self.c4.is_some() {
+            on.push("c4");
+        }
+        if self.fineweb.is_some() {
+            on.push("fineweb");
+        }
+        on
+    }
+
+    /// The filters for a document in `language` (ISO 639-3) written in `script` (ISO
+    /// 15924), and the filters that are on but do not run for it.
+    pub fn for_language(
+        &self,
+        language: Option<&str>,
+        script: Option<&str>,
+    ) -> (std::borrow::Cow<'_, Filters>, Vec<&'static str>) {
+        use std::borrow::Cow;
+        if self.rules == LanguageRules::English || language == Some("eng") {
+            return (Cow::Borrowed(self), Vec::new());
+        }
+        let Some(cfg) = language.and_then(|l| crate::language_rules::settings(l, script)) else {
+            return (Cow::Owned(Filters::default()), self.enabled());
+        };
+        let tok = crate::language_rules::tokenizer_for(script);
+        let local = Filters {
+            gopher_quality: self
+                .gopher_quality
+                .as_ref()
+                .map(|b| cfg.gopher_quality(b, tok)),
+            gopher_repetition: self
+                .gopher_repetition
+                .as_ref()
+                .map(|_| cfg.gopher_repetition(tok)),
+            c4: None,
+            fineweb: self.fineweb.as_ref().map(|b| cfg.fineweb(b, tok)),
+            rules: self.rules,
+        };
+        let skipped = if self.c4.is_some() {
+            vec!["c4"]
+        } else {
+            Vec::new()
+        };
+        (Cow::Owned(local), skipped)
+    }
+
+    /// Runs the filters that fit the document's language (see [`LanguageRules`]).
+    pub fn check_in(
+        &self,
+        text: &str,
+        language: Option<&str>,
+        script: Option<&str>,
+    ) -> QualityVerdict {
+        let (filters, not_applied) = self.for_language(language, script);
+        let mut v = filters.check(text);
+        v.not_applied = not_applied;
+        v
+    }
+
+    /// Runs the filters as they are set, in the order datatrove's FineWeb pipeline does
+    /// (Gopher repetition, Gopher quality, C4, FineWeb); the first drop ends the run.
     pub fn check(&self, text: &str) -> QualityVerdict {
         let mut v = QualityVerdict::default();
         let sig = &mut v.signals;
@@ -627,5 +763,59 @@ impl Filters {
             v.dropped = drop("fineweb", r);
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod language_tests {
+    use super::*;
+
+    #[test]
+    fn scripts_without_spaces_are_segmented_into_words() {
+        let zh = "我们的城市在二〇二〇年有了新的公园，市民很喜欢。";
+        let w = Tokenizer::Segmented.words(zh);
+        // Whole-sentence tokens would make one word; single characters would make 24.
+        assert!(w.len() > 8 && w.len() < 24, "{w:?}");
+        assert!(w.contains(&"的") && w.contains(&"，"), "{w:?}");
+        let th = Tokenizer::Segmented.words("ทุกสองสัปดาห์");
+        assert_eq!(th.len(), 3, "{th:?}");
+        assert_eq!(Tokenizer::Spaces.words(zh).len(), 1);
+    }
+
+    #[test]
+    fn each_language_gets_its_own_rules() {
+        let f = Filters::all();
+        let (de, skipped) = f.for_language(Some("deu"), Some("Latn"));
+        assert_eq!(skipped, vec!["c4"]);
+        assert!(de.c4.is_none());
+        let stop = &de.gopher_quality.as_ref().unwrap().stop_words;
+        assert!(stop.iter().any(|w| w == "und"), "{stop:?}");
+        let (en, skipped) = f.for_language(Some("eng"), Some("Latn"));
+        assert!(skipped.is_empty() && en.c4.is_some());
+        // No settings for the language: nothing runs, and all four are named.
+        let (none, skipped) = f.for_language(Some("xyz"), Some("Latn"));
+        assert!(none.gopher_quality.is_none() && skipped.len() == 4);
+        // A filter turned off stays off in every language.
+        let only_c4 = Filters {
+            c4: Some(C4::default()),
+            ..Filters::default()
+        };
+        let (zh, skipped) = only_c4.for_language(Some("cmn"), Some("Hani"));
+        assert!(zh.gopher_quality.is_none() && zh.fineweb.is_none());
+        assert_eq!(skipped, vec!["c4"]);
+        // English rules everywhere: the old behaviour.
+        let english = Filters {
+            rules: LanguageRules::English,
+            ..Filters::all()
+        };
+        assert!(english.for_language(Some("cmn"), Some("Hani")).1.is_empty());
+        // A Chinese paragraph passes the Chinese Gopher rules and fails the English ones.
+        let text = "我们的城市在二〇二〇年有了新的公园，市民很喜欢在那里散步。".repeat(6);
+        let all = Filters::all();
+        let zh_rules = all.for_language(Some("cmn"), Some("Hani")).0;
+        let mut sig = Vec::new();
+        let zq = zh_rules.gopher_quality.as_ref().unwrap();
+        assert_eq!(zq.check(&text, &mut sig), Ok(()), "{sig:?}");
+        assert!(GopherQuality::default().check(&text, &mut sig).is_err());
     }
 }
