@@ -70,7 +70,8 @@ pub fn fineweb2_code(code: &str) -> &str {
 }
 
 /// The settings for a language written in a script: the language's own for that script, or
-/// its only entry when the script is not known; `None` when FineWeb 2 has none.
+/// its only entry when the script is not known or has none (a Russian page mostly of Latin
+/// menus is still Russian); `None` when FineWeb 2 has none.
 pub fn settings(code: &str, script: Option<&str>) -> Option<&'static LanguageSettings> {
     let by_script = table().languages.get(fineweb2_code(code))?;
     // Japanese mixes kanji and kana: a page may read as Han script.
@@ -78,17 +79,16 @@ pub fn settings(code: &str, script: Option<&str>) -> Option<&'static LanguageSet
         ("jpn", Some("Hani" | "Jpan")) => Some("Jpan"),
         (_, s) => s,
     };
-    match script {
-        Some(s) => by_script.get(s),
-        None if by_script.len() == 1 => by_script.values().next(),
-        None => None,
-    }
+    let only = (by_script.len() == 1)
+        .then(|| by_script.values().next())
+        .flatten();
+    script.and_then(|s| by_script.get(s)).or(only)
 }
 
 /// Scripts written without spaces between words, which need a dictionary segmenter.
 pub fn tokenizer_for(script: Option<&str>) -> Tokenizer {
     match script {
-        Some("Hani" | "Jpan" | "Thai" | "Khmr" | "Mymr" | "Laoo" | "Tibt") => Tokenizer::Segmented,
+        Some("Hani" | "Jpan" | "Thai" | "Khmr" | "Mymr") => Tokenizer::Segmented,
         _ => Tokenizer::Spaces,
     }
 }
@@ -159,8 +159,17 @@ mod tests {
             assert!(s.stopwords.len() >= 5, "{code}");
             assert_eq!(s.dup_n_grams.len(), 6, "{code}");
         }
-        // Russian has no Latin-script settings, English none at all (it keeps datatrove's).
-        assert!(settings("rus", Some("Latn")).is_none());
+        // Russian in Latin letters gets the Russian settings; Serbian, written in both
+        // scripts, gets the one its text is in; English has none (it keeps datatrove's).
+        assert!(std::ptr::eq(
+            settings("rus", Some("Latn")).unwrap(),
+            settings("rus", Some("Cyrl")).unwrap()
+        ));
+        assert!(!std::ptr::eq(
+            settings("srp", Some("Latn")).unwrap(),
+            settings("srp", Some("Cyrl")).unwrap()
+        ));
+        assert!(settings("srp", Some("Arab")).is_none());
         assert!(settings("eng", Some("Latn")).is_none());
         assert!(settings("deu", None).is_some());
         assert_eq!(tokenizer_for(Some("Hani")), Tokenizer::Segmented);

@@ -39,7 +39,7 @@ pub fn words(text: &str) -> Vec<&str> {
 }
 
 /// How a filter splits text into words: at spaces (with punctuation split off, as datatrove's
-/// English tokenizer does), or by ICU's dictionary segmenter for scripts written without
+/// English tokenizer does), or by ICU's word segmenter for scripts written without
 /// spaces (Chinese, Japanese, Thai, Khmer, Burmese), as datatrove uses a language's own
 /// tokenizer there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -816,6 +816,14 @@ mod language_tests {
         let mut sig = Vec::new();
         let zq = zh_rules.gopher_quality.as_ref().unwrap();
         assert_eq!(zq.check(&text, &mut sig), Ok(()), "{sig:?}");
-        assert!(GopherQuality::default().check(&text, &mut sig).is_err());
+        // The English rules see one long "word" per sentence.
+        let english = GopherQuality {
+            min_doc_words: 1,
+            ..GopherQuality::default()
+        };
+        assert_eq!(
+            english.check(&text, &mut sig),
+            Err("gopher_above_avg_threshold")
+        );
     }
 }
