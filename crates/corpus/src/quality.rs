@@ -58,6 +58,38 @@ impl Tokenizer {
     }
 }
 
+/// A text's words, split once and shared by the filters that use the same tokenizer
+/// (segmenting Chinese is the costly step, and three filters count words).
+#[derive(Clone)]
+pub struct Words<'a> {
+    text: &'a str,
+    tokenizer: Tokenizer,
+    words: std::cell::OnceCell<Vec<&'a str>>,
+}
+
+impl<'a> Words<'a> {
+    pub fn new(text: &'a str, tokenizer: Tokenizer) -> Self {
+        Words {
+            text,
+            tokenizer,
+            words: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn get(&self) -> &[&'a str] {
+        self.words.get_or_init(|| self.tokenizer.words(self.text))
+    }
+
+    /// These words when they were split with `tokenizer`, or a split of their own.
+    fn with(&self, tokenizer: Tokenizer) -> std::borrow::Cow<'_, Words<'a>> {
+        if tokenizer == self.tokenizer {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            std::borrow::Cow::Owned(Words::new(self.text, tokenizer))
+        }
+    }
+}
+
 /// ICU word segments, less the runs of white space between them; punctuation stays a token,
 /// as in the space tokenizer.
 fn segmented_words(text: &str) -> Vec<&str> {
@@ -120,7 +152,12 @@ pub type Signals = Vec<(&'static str, f64)>;
 
 impl GopherQuality {
     pub fn check(&self, text: &str, sig: &mut Signals) -> Result<(), &'static str> {
-        let words = self.tokenizer.words(text);
+        self.check_words(&Words::new(text, self.tokenizer), sig)
+    }
+
+    pub fn check_words(&self, w: &Words, sig: &mut Signals) -> Result<(), &'static str> {
+        let w = w.with(self.tokenizer);
+        let (text, words) = (w.text, w.get());
         let n_words = words.len().max(1) as f64;
         let non_symbol: Vec<&str> = words
             .iter()
@@ -252,6 +289,12 @@ fn chars(s: &str) -> usize {
 
 impl GopherRepetition {
     pub fn check(&self, text: &str, sig: &mut Signals) -> Result<(), &'static str> {
+        self.check_words(&Words::new(text, self.tokenizer), sig)
+    }
+
+    pub fn check_words(&self, w: &Words, sig: &mut Signals) -> Result<(), &'static str> {
+        let w = w.with(self.tokenizer);
+        let text = w.text;
         let len = chars(text).max(1) as f64;
         let trimmed = text.trim();
         let paragraphs: Vec<&str> = split_runs(trimmed, 2);
@@ -278,7 +321,7 @@ impl GopherRepetition {
         if on(self.dup_line_char_frac) && lc as f64 / len > self.dup_line_char_frac {
             return Err("dup_line_char_frac");
         }
-        let words = self.tokenizer.words(text);
+        let words = w.get();
         const TOP: [&str; 3] = ["top_2_gram", "top_3_gram", "top_4_gram"];
         for &(n, frac) in &self.top_n_grams {
             if words.len() < n {
@@ -324,7 +367,7 @@ impl GopherRepetition {
                 .get(n.wrapping_sub(5))
                 .copied()
                 .unwrap_or("duplicated_n_grams");
-            let share = all_duplicate_chars(&words, n) as f64 / len;
+            let share = all_duplicate_chars(words, n) as f64 / len;
             sig.push((name, share));
             if share > frac {
                 return Err(name);
@@ -574,6 +617,12 @@ fn terminal(c: char) -> bool {
 
 impl FineWeb {
     pub fn check(&self, text: &str, sig: &mut Signals) -> Result<(), &'static str> {
+        self.check_words(&Words::new(text, self.tokenizer), sig)
+    }
+
+    pub fn check_words(&self, w: &Words, sig: &mut Signals) -> Result<(), &'static str> {
+        let w = w.with(self.tokenizer);
+        let text = w.text;
         let lines: Vec<&str> = text.split('\n').filter(|l| !l.trim().is_empty()).collect();
         if lines.is_empty() {
             return Err("empty");
@@ -604,7 +653,7 @@ impl FineWeb {
         if dup > self.char_duplicates_ratio {
             return Err("char_dup_ratio");
         }
-        let words = self.tokenizer.words(text).len().max(1) as f64;
+        let words = w.get().len().max(1) as f64;
         let nl = text.matches('\n').count() as f64 / words;
         sig.push(("fineweb_newline_ratio", nl));
         if nl > self.new_line_ratio {
@@ -734,16 +783,25 @@ impl Filters {
     /// (Gopher repetition, Gopher quality, C4, FineWeb); the first drop ends the run.
     pub fn check(&self, text: &str) -> QualityVerdict {
         let mut v = QualityVerdict::default();
+        // One split for every filter; a filter with another tokenizer splits on its own.
+        let first = self
+            .gopher_repetition
+            .as_ref()
+            .map(|f| f.tokenizer)
+            .or(self.gopher_quality.as_ref().map(|f| f.tokenizer))
+            .or(self.fineweb.as_ref().map(|f| f.tokenizer))
+            .unwrap_or_default();
+        let words = Words::new(text, first);
         let sig = &mut v.signals;
         let drop = |name: &str, r: &str| Some(format!("{name}:{r}"));
         if let Some(f) = &self.gopher_repetition
-            && let Err(r) = f.check(text, sig)
+            && let Err(r) = f.check_words(&words, sig)
         {
             v.dropped = drop("gopher_repetition", r);
             return v;
         }
         if let Some(f) = &self.gopher_quality
-            && let Err(r) = f.check(text, sig)
+            && let Err(r) = f.check_words(&words, sig)
         {
             v.dropped = drop("gopher_quality", r);
             return v;
@@ -758,7 +816,7 @@ impl Filters {
             }
         }
         if let Some(f) = &self.fineweb
-            && let Err(r) = f.check(text, sig)
+            && let Err(r) = f.check_words(&words, sig)
         {
             v.dropped = drop("fineweb", r);
         }
