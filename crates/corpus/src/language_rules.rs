@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::quality::{FineWeb, GopherQuality, GopherRepetition, Tokenizer};
+use crate::quality::{
+    Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules, QualityVerdict, Tokenizer,
+};
 
 /// One language's settings, as FineWeb 2 publishes them.
 #[derive(Debug, Clone, Deserialize)]
@@ -137,6 +139,74 @@ impl LanguageSettings {
     }
 }
 
+impl Filters {
+    fn enabled(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if self.gopher_repetition.is_some() {
+            on.push("gopher_repetition");
+        }
+        if self.gopher_quality.is_some() {
+            on.push("gopher_quality");
+        }
+        if self.c4.is_some() {
+            on.push("c4");
+        }
+        if self.fineweb.is_some() {
+            on.push("fineweb");
+        }
+        on
+    }
+
+    /// The filters for a document in `language` (ISO 639-3) written in `script` (ISO
+    /// 15924), and the filters that are on but do not run for it.
+    pub fn for_language(
+        &self,
+        language: Option<&str>,
+        script: Option<&str>,
+    ) -> (std::borrow::Cow<'_, Filters>, Vec<&'static str>) {
+        use std::borrow::Cow;
+        if self.rules == LanguageRules::English || language == Some("eng") {
+            return (Cow::Borrowed(self), Vec::new());
+        }
+        let Some(cfg) = language.and_then(|l| crate::language_rules::settings(l, script)) else {
+            return (Cow::Owned(Filters::default()), self.enabled());
+        };
+        let tok = crate::language_rules::tokenizer_for(script);
+        let local = Filters {
+            gopher_quality: self
+                .gopher_quality
+                .as_ref()
+                .map(|b| cfg.gopher_quality(b, tok)),
+            gopher_repetition: self
+                .gopher_repetition
+                .as_ref()
+                .map(|_| cfg.gopher_repetition(tok)),
+            c4: None,
+            fineweb: self.fineweb.as_ref().map(|b| cfg.fineweb(b, tok)),
+            rules: self.rules,
+        };
+        let skipped = if self.c4.is_some() {
+            vec!["c4"]
+        } else {
+            Vec::new()
+        };
+        (Cow::Owned(local), skipped)
+    }
+
+    /// Runs the filters that fit the document's language (see [`LanguageRules`]).
+    pub fn check_in(
+        &self,
+        text: &str,
+        language: Option<&str>,
+        script: Option<&str>,
+    ) -> QualityVerdict {
+        let (filters, not_applied) = self.for_language(language, script);
+        let mut v = filters.check(text);
+        v.not_applied = not_applied;
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +244,68 @@ mod tests {
         assert!(settings("deu", None).is_some());
         assert_eq!(tokenizer_for(Some("Hani")), Tokenizer::Segmented);
         assert_eq!(tokenizer_for(Some("Cyrl")), Tokenizer::Spaces);
+    }
+}
+
+#[cfg(test)]
+mod language_tests {
+    use super::*;
+    use crate::quality::{C4, GopherQuality};
+
+    #[test]
+    fn scripts_without_spaces_are_segmented_into_words() {
+        let zh = "我们的城市在二〇二〇年有了新的公园，市民很喜欢。";
+        let w = Tokenizer::Segmented.words(zh);
+        // Whole-sentence tokens would make one word; single characters would make 24.
+        assert!(w.len() > 8 && w.len() < 24, "{w:?}");
+        assert!(w.contains(&"的") && w.contains(&"，"), "{w:?}");
+        let th = Tokenizer::Segmented.words("ทุกสองสัปดาห์");
+        assert_eq!(th.len(), 3, "{th:?}");
+        assert_eq!(Tokenizer::Spaces.words(zh).len(), 1);
+    }
+
+    #[test]
+    fn each_language_gets_its_own_rules() {
+        let f = Filters::all();
+        let (de, skipped) = f.for_language(Some("deu"), Some("Latn"));
+        assert_eq!(skipped, vec!["c4"]);
+        assert!(de.c4.is_none());
+        let stop = &de.gopher_quality.as_ref().unwrap().stop_words;
+        assert!(stop.iter().any(|w| w == "und"), "{stop:?}");
+        let (en, skipped) = f.for_language(Some("eng"), Some("Latn"));
+        assert!(skipped.is_empty() && en.c4.is_some());
+        // No settings for the language: nothing runs, and all four are named.
+        let (none, skipped) = f.for_language(Some("xyz"), Some("Latn"));
+        assert!(none.gopher_quality.is_none() && skipped.len() == 4);
+        // A filter turned off stays off in every language.
+        let only_c4 = Filters {
+            c4: Some(C4::default()),
+            ..Filters::default()
+        };
+        let (zh, skipped) = only_c4.for_language(Some("cmn"), Some("Hani"));
+        assert!(zh.gopher_quality.is_none() && zh.fineweb.is_none());
+        assert_eq!(skipped, vec!["c4"]);
+        // English rules everywhere: the old behaviour.
+        let english = Filters {
+            rules: LanguageRules::English,
+            ..Filters::all()
+        };
+        assert!(english.for_language(Some("cmn"), Some("Hani")).1.is_empty());
+        // A Chinese paragraph passes the Chinese Gopher rules and fails the English ones.
+        let text = "我们的城市在二〇二〇年有了新的公园，市民很喜欢在那里散步。".repeat(6);
+        let all = Filters::all();
+        let zh_rules = all.for_language(Some("cmn"), Some("Hani")).0;
+        let mut sig = Vec::new();
+        let zq = zh_rules.gopher_quality.as_ref().unwrap();
+        assert_eq!(zq.check(&text, &mut sig), Ok(()), "{sig:?}");
+        // The English rules see one long "word" per sentence.
+        let english = GopherQuality {
+            min_doc_words: 1,
+            ..GopherQuality::default()
+        };
+        assert_eq!(
+            english.check(&text, &mut sig),
+            Err("gopher_above_avg_threshold")
+        );
     }
 }

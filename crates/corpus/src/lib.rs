@@ -8,3 +8,4 @@ pub mod ingest;
 pub mod lang;
 pub mod language_rules;
 pub mod quality;
+pub mod tokenize;
