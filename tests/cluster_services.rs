@@ -109,6 +109,29 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         .await
         .unwrap();
     assert_eq!(r.status(), 503);
+    // Yet each counts as a replica of its stage from its start: the extractor must know a
+    // renderer is deployed before the first page that needs one comes (this cluster has
+    // none, and says so).
+    let mut redis = trawl_cluster::redis_conn::connect("redis://127.0.0.1:6379")
+        .await
+        .unwrap();
+    let live = async |redis: &mut redis::aio::ConnectionManager, stage: &str| {
+        trawl_cluster::spec_watch::stage_live(redis, &crawl, stage)
+            .await
+            .unwrap()
+    };
+    for stage in ["frontier", "fetcher", "extractor", "indexer"] {
+        let mut marked = false;
+        for _ in 0..50 {
+            marked = live(&mut redis, stage).await;
+            if marked {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(marked, "{stage} waiting for the spec is not marked live");
+    }
+    assert!(!live(&mut redis, "renderer").await);
 
     let report = submit_wait(
         &paths[0],

@@ -1,12 +1,14 @@
 //! `trawl ingest` (web archives through the pipeline) and `trawl export` (a training corpus
 //! from `pages.jsonl`).
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use trawl_corpus::export::{ExportOptions, Format};
+use trawl_corpus::export::{ExportOptions, Format, Row};
 use trawl_corpus::ingest::{IngestOptions, IngestReport, is_url};
 use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules};
+use trawl_index::dataset::{ChunkExport, PageMeta};
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
@@ -35,6 +37,8 @@ pub struct IngestArgs {
 pub enum ExportFormat {
     Jsonl,
     Parquet,
+    /// The pages' metadata and a preview of their text (no full text): a table to look at.
+    Csv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -97,6 +101,21 @@ pub struct ExportArgs {
     /// Keep pages the SimHash gate marked as copies.
     #[arg(long)]
     pub keep_duplicates: bool,
+    /// Remove from each kept document the lines (paragraphs) an earlier kept document had,
+    /// after CCNet's normalization (case, digits, punctuation), as Dolma and CCNet do: menus
+    /// and footers stay on the first page only. `text` loses them, `markdown` keeps them;
+    /// a document left with no line is dropped.
+    #[arg(long)]
+    pub paragraph_dedup: bool,
+    /// Also write the chunks of the kept pages, with their embeddings, to this Parquet file
+    /// (one row per chunk: id, page_id, URL, title, heading path, position, token count,
+    /// language, source archive and record id, text, `embedding` as a fixed-size float list).
+    #[arg(long, value_name = "FILE")]
+    pub chunks: Option<PathBuf>,
+    /// The index the chunks come from (default: FROM/index). FROM may itself be an index:
+    /// then `--format parquet --out FILE` writes all its chunks, without page metadata.
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
 }
 
 fn filters(args: &ExportArgs) -> anyhow::Result<Filters> {
@@ -133,7 +152,7 @@ fn configured_filters(args: &ExportArgs) -> anyhow::Result<Filters> {
     Ok(f)
 }
 
-pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
+pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         (0.0..=1.0).contains(&args.minhash_threshold),
         "--minhash-threshold must be between 0 and 1"
@@ -144,14 +163,44 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         format: match args.format {
             ExportFormat::Jsonl => Format::Jsonl,
             ExportFormat::Parquet => Format::Parquet,
+            ExportFormat::Csv => Format::Csv,
         },
         languages: args.lang.clone(),
         min_language_score: args.min_lang_score,
         filters: filters(args)?,
         minhash_threshold: (!args.no_minhash).then_some(args.minhash_threshold),
         keep_duplicates: args.keep_duplicates,
+        paragraph_dedup: args.paragraph_dedup,
     };
-    let r = trawl_corpus::export::export(&opts).context("export")?;
+    // An index given as FROM: its chunks, every one (no pages to filter), to OUT.
+    if is_index(&args.from) {
+        anyhow::ensure!(
+            args.format == ExportFormat::Parquet && args.chunks.is_none(),
+            "{} is an index: its chunks are written to --out with --format parquet (--chunks is for a crawl directory)",
+            args.from.display()
+        );
+        let chunks = &args.out;
+        let r = export_chunks(&args.from, chunks, None).await?;
+        eprintln!(
+            "exported {} chunks of {} pages to {}",
+            r.chunks,
+            r.pages,
+            chunks.display()
+        );
+        return Ok(());
+    }
+    let collect = args.chunks.is_some();
+    let (mut r, kept) = tokio::task::spawn_blocking(move || {
+        let mut kept = HashMap::new();
+        let r = trawl_corpus::export::export_with(&opts, &mut |row| {
+            if collect {
+                kept.insert(row.url.clone(), page_meta(row));
+            }
+        });
+        r.map(|r| (r, kept))
+    })
+    .await?
+    .context("export")?;
     eprintln!(
         "exported {} of {} documents ({} of {} tokens) to {} in {:.1}s; report: {}.report.md",
         r.documents_out,
@@ -162,7 +211,52 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         r.elapsed_s,
         args.out.display()
     );
+    if let Some(chunks) = &args.chunks {
+        let index = args
+            .index
+            .clone()
+            .unwrap_or_else(|| args.from.join("index"));
+        let c = export_chunks(&index, chunks, Some(&kept)).await?;
+        eprintln!(
+            "exported {} chunks of {} pages to {} ({} chunks of dropped pages left out)",
+            c.chunks,
+            c.pages,
+            chunks.display(),
+            c.chunks_skipped
+        );
+        r.chunks = Some(serde_json::to_value(&c)?);
+        trawl_corpus::export::write_report(&args.out, &r)?;
+    }
     Ok(())
+}
+
+/// Whether `dir` is a LanceDB index (its `chunks` table) rather than a crawl directory.
+fn is_index(dir: &Path) -> bool {
+    dir.join(format!("{}.lance", trawl_index::store::CHUNKS))
+        .is_dir()
+}
+
+fn page_meta(row: &Row) -> PageMeta {
+    PageMeta {
+        page_id: row.id.clone(),
+        language: row.language.clone(),
+        source: row.source.clone(),
+        source_record_id: row.source_record_id.clone(),
+    }
+}
+
+async fn export_chunks(
+    index: &Path,
+    out: &Path,
+    pages: Option<&HashMap<String, PageMeta>>,
+) -> anyhow::Result<ChunkExport> {
+    let store = trawl_index::Store::open_existing(&index.display().to_string()).await?;
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    trawl_index::dataset::export_chunks(&store, out, pages, trawl_index::dataset::ROW_GROUP)
+        .await
+        .with_context(|| format!("exporting the chunks of {}", index.display()))
 }
 
 /// Downloads a remote archive into `dir`, streaming; returns the local path.

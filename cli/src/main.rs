@@ -82,8 +82,9 @@ enum Command {
     /// Read web archives (WARC, WET, ARC; files or URLs) through the crawl's pipeline:
     /// extraction, dedup, `pages.jsonl`.
     Ingest(trawl::corpus::IngestArgs),
-    /// Write a training corpus (JSON Lines or Parquet) from a crawl or ingest, after language
-    /// and quality filters and MinHash dedup, with a dataset report.
+    /// Write a training corpus (JSON Lines, Parquet or CSV) from a crawl or ingest, after
+    /// language and quality filters and MinHash dedup, with a dataset report; with
+    /// `--chunks`, the kept pages' chunks and embeddings from the index as Parquet.
     Export(trawl::corpus::ExportArgs),
     /// Start a crawl on the cluster (the services run with `TRAWL_CRAWL` set to its id).
     Submit(Box<trawl::cluster::SubmitArgs>),
@@ -147,10 +148,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
-        Command::Export(args) => {
-            trawl::corpus::export(&args)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Export(args) => block_on(trawl::corpus::export(&args)),
         Command::Ingest(args) => ingest(&args),
         Command::Submit(args) => block_on(trawl::cluster::submit(&args)),
         Command::Status(args) => block_on(trawl::cluster::print_status(&args)),

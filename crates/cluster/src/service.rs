@@ -75,14 +75,20 @@ pub async fn hops(
     })
 }
 
-/// Waits for `trawl submit` to store the crawl's spec; `None` on a stop.
+/// Waits for `trawl submit` to store the crawl's spec; `None` on a stop. Meanwhile the
+/// replica counts as one of `stage` for the crawl (`spec_watch::mark_stage`): a deployed
+/// renderer waiting for the spec must be known to the extractors before the seeds are
+/// fetched, or the first pages that need a browser are kept unrendered.
 pub async fn wait_for_spec(
     c: &ClusterSettings,
     crawl: &str,
+    stage: &str,
     stop: &mut Shutdown,
 ) -> Result<Option<CrawlSpec>, String> {
     let mut warned = false;
+    let mut conn = None;
     loop {
+        crate::spec_watch::mark_stage(&c.redis_url, &mut conn, crawl, stage).await;
         if let Some(s) = crate::spec::get(&c.redis_url, crawl).await? {
             return Ok(Some(s));
         }
@@ -299,7 +305,7 @@ where
         ));
         let mut stop = stop_on_signals();
         let c = &settings.cluster;
-        let Some(spec) = wait_for_spec(c, &settings.process.crawl, &mut stop).await? else {
+        let Some(spec) = wait_for_spec(c, &settings.process.crawl, name, &mut stop).await? else {
             return Ok(());
         };
         let max_message_bytes = Some(client.server_info().max_payload);

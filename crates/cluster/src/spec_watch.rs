@@ -166,6 +166,30 @@ async fn marks(conn: &mut ConnectionManager, crawl: &str) -> Result<Vec<(String,
     Ok(out)
 }
 
+/// Marks a replica of `stage` as there for `crawl` before it runs under a spec (it waits
+/// for one): [`stage_live`] is true from its start, not from its first [`POLL`] under the
+/// spec. Best effort: Redis away leaves the mark to the next call.
+pub async fn mark_stage(
+    redis_url: &str,
+    conn: &mut Option<ConnectionManager>,
+    crawl: &str,
+    stage: &str,
+) {
+    if conn.is_none() {
+        *conn = crate::redis_conn::connect(redis_url).await.ok();
+    }
+    if let Some(c) = conn.as_mut() {
+        let _ = redis::cmd("SET")
+            .arg(stage_key(crawl, stage))
+            .arg("waiting")
+            .arg("EX")
+            .arg(MARK_TTL_S)
+            .query_async::<()>(c)
+            .within()
+            .await;
+    }
+}
+
 /// Whether a live replica of `stage` works on `crawl` (one marked its spec in the last
 /// 30 s).
 pub async fn stage_live(

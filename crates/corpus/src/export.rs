@@ -3,16 +3,10 @@
 //! with a dataset report.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::io::BufRead;
+use std::path::PathBuf;
 use std::time::Instant;
 
-use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 use trawl_core::PageRecord;
 use trawl_dedup::minhash::{LshIndex, MinHasher};
@@ -24,6 +18,8 @@ use crate::quality::Filters;
 pub enum Format {
     Jsonl,
     Parquet,
+    /// A table to look at: the metadata and a preview of the text, no full text.
+    Csv,
 }
 
 #[derive(Debug, Clone)]
@@ -39,6 +35,9 @@ pub struct ExportOptions {
     pub minhash_threshold: Option<f64>,
     /// Keep pages the crawl's SimHash gate marked as copies.
     pub keep_duplicates: bool,
+    /// Remove from each kept document the lines an earlier kept document had
+    /// (`paragraphs`); a document left with none is dropped.
+    pub paragraph_dedup: bool,
 }
 
 /// One exported document.
@@ -58,6 +57,8 @@ pub struct Row {
     pub simhash: Option<String>,
     /// Quality signals by name (the filters' measurements).
     pub quality: BTreeMap<String, f64>,
+    /// Lines removed from `text` by the paragraph dedup (`markdown` keeps them).
+    pub paragraphs_removed: u32,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -79,12 +80,19 @@ pub struct DatasetReport {
     pub rules_source: String,
     /// Filters that were on but did not run, by filter and language: documents.
     pub not_applied: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The chunk dataset written with the pages (`trawl export --chunks`): its file, chunks,
+    /// pages, chunks of dropped pages left out, embedding length and row groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<serde_json::Value>,
+    /// What the paragraph dedup removed (with `paragraph_dedup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paragraphs: Option<crate::paragraphs::ParagraphReport>,
     pub elapsed_s: f64,
     pub documents_per_s: f64,
 }
 
 /// Whitespace-separated tokens: the report's unit (a model's tokenizer would give more).
-fn tokens(text: &str) -> u64 {
+pub(crate) fn tokens(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }
 
@@ -156,6 +164,7 @@ fn judge(
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        paragraphs_removed: 0,
     })
 }
 
@@ -166,115 +175,18 @@ fn row_id_from(record_id: Option<&str>, url: &str) -> String {
     )
 }
 
-trait Sink {
-    fn write(&mut self, row: Row) -> std::io::Result<()>;
-    fn finish(self: Box<Self>) -> std::io::Result<()>;
-}
-
-struct JsonlSink(std::io::BufWriter<std::fs::File>);
-
-impl Sink for JsonlSink {
-    fn write(&mut self, row: Row) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.0, &row)?;
-        self.0.write_all(b"\n")
-    }
-    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-struct ParquetSink {
-    writer: ArrowWriter<std::fs::File>,
-    schema: Arc<Schema>,
-    rows: Vec<Row>,
-}
-
-const BATCH: usize = 2048;
-
-fn schema() -> Arc<Schema> {
-    let s = |n: &str, null| Field::new(n, DataType::Utf8, null);
-    Arc::new(Schema::new(vec![
-        s("id", false),
-        s("url", false),
-        s("title", true),
-        s("text", false),
-        s("markdown", true),
-        s("language", true),
-        Field::new("language_score", DataType::Float64, true),
-        s("date", true),
-        s("source", false),
-        s("source_record_id", true),
-        s("simhash", true),
-        s("quality", false),
-    ]))
-}
-
-impl ParquetSink {
-    fn new(path: &Path) -> std::io::Result<Self> {
-        let schema = schema();
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build();
-        let writer =
-            ArrowWriter::try_new(std::fs::File::create(path)?, schema.clone(), Some(props))
-                .map_err(std::io::Error::other)?;
-        Ok(ParquetSink {
-            writer,
-            schema,
-            rows: Vec::with_capacity(BATCH),
-        })
-    }
-
-    fn flush_rows(&mut self) -> std::io::Result<()> {
-        if self.rows.is_empty() {
-            return Ok(());
-        }
-        let rows = std::mem::take(&mut self.rows);
-        let col = |f: &dyn Fn(&Row) -> Option<String>| -> ArrayRef {
-            Arc::new(rows.iter().map(f).collect::<StringArray>())
-        };
-        let columns: Vec<ArrayRef> = vec![
-            col(&|r| Some(r.id.clone())),
-            col(&|r| Some(r.url.clone())),
-            col(&|r| r.title.clone()),
-            col(&|r| Some(r.text.clone())),
-            col(&|r| r.markdown.clone()),
-            col(&|r| r.language.clone()),
-            Arc::new(
-                rows.iter()
-                    .map(|r| r.language_score)
-                    .collect::<Float64Array>(),
-            ),
-            col(&|r| r.date.clone()),
-            col(&|r| Some(r.source.clone())),
-            col(&|r| r.source_record_id.clone()),
-            col(&|r| r.simhash.clone()),
-            col(&|r| Some(serde_json::to_string(&r.quality).unwrap_or_default())),
-        ];
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), columns).map_err(std::io::Error::other)?;
-        self.writer.write(&batch).map_err(std::io::Error::other)
-    }
-}
-
-impl Sink for ParquetSink {
-    fn write(&mut self, row: Row) -> std::io::Result<()> {
-        self.rows.push(row);
-        if self.rows.len() >= BATCH {
-            self.flush_rows()?;
-        }
-        Ok(())
-    }
-    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
-        self.flush_rows()?;
-        self.writer.close().map_err(std::io::Error::other)?;
-        Ok(())
-    }
-}
-
 /// Reads `pages.jsonl` (a file, or a directory holding one), writes the corpus to `out` and
 /// the report beside it (`<out>.report.json` and `.md`).
 pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
+    export_with(opts, &mut |_| {})
+}
+
+/// `export`, showing `on_row` each row written (the chunk export takes the kept pages'
+/// metadata from them).
+pub fn export_with(
+    opts: &ExportOptions,
+    on_row: &mut dyn FnMut(&Row),
+) -> std::io::Result<DatasetReport> {
     let started = Instant::now();
     let input = if opts.from.is_dir() {
         opts.from.join("pages.jsonl")
@@ -288,12 +200,7 @@ pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
     if let Some(dir) = opts.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mut sink: Box<dyn Sink> = match opts.format {
-        Format::Jsonl => Box::new(JsonlSink(std::io::BufWriter::new(std::fs::File::create(
-            &opts.out,
-        )?))),
-        Format::Parquet => Box::new(ParquetSink::new(&opts.out)?),
-    };
+    let mut sink = crate::sink::open(opts.format, &opts.out)?;
     let mut report = DatasetReport {
         rules: opts.filters.rules,
         rules_source: format!(
@@ -304,6 +211,9 @@ pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
     };
     let hasher = MinHasher::new(5);
     let mut lsh = opts.minhash_threshold.map(LshIndex::new);
+    let mut paragraphs = opts
+        .paragraph_dedup
+        .then(crate::paragraphs::ParagraphDedup::default);
     for (n, line) in reader.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -323,7 +233,7 @@ pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
         }
         report.documents_in += 1;
         report.tokens_in += tokens(&page.text);
-        let row = match judge(page, opts, &mut report) {
+        let mut row = match judge(page, opts, &mut report) {
             Ok(r) => r,
             Err(reason) => {
                 drop(&mut report, &reason);
@@ -337,24 +247,41 @@ pub fn export(opts: &ExportOptions) -> std::io::Result<DatasetReport> {
                 continue;
             }
         }
+        // After the document dedup: a copy MinHash drops leaves its lines to no one.
+        if let Some(p) = paragraphs.as_mut() {
+            let d = p.apply(&row.text);
+            if d.lines > 0 && d.removed == d.lines {
+                drop(&mut report, "dedup:paragraphs");
+                continue;
+            }
+            row.text = d.text;
+            row.paragraphs_removed = d.removed as u32;
+        }
         report.documents_out += 1;
         report.tokens_out += tokens(&row.text);
         *report
             .languages_out
             .entry(row.language.clone().unwrap_or_else(|| "unknown".into()))
             .or_default() += 1;
+        on_row(&row);
         sink.write(row)?;
     }
     sink.finish()?;
+    report.paragraphs = paragraphs.map(|p| p.report);
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.documents_per_s = report.documents_in as f64 / report.elapsed_s.max(1e-9);
-    let stem = opts.out.display().to_string();
+    write_report(&opts.out, &report)?;
+    Ok(report)
+}
+
+/// The report beside the corpus file `out`: `<out>.report.json` and `<out>.report.md`.
+pub fn write_report(out: &std::path::Path, report: &DatasetReport) -> std::io::Result<()> {
+    let stem = out.display().to_string();
     std::fs::write(
         format!("{stem}.report.json"),
-        serde_json::to_vec_pretty(&report)?,
+        serde_json::to_vec_pretty(report)?,
     )?;
-    std::fs::write(format!("{stem}.report.md"), markdown_report(&report))?;
-    Ok(report)
+    std::fs::write(format!("{stem}.report.md"), markdown_report(report))
 }
 
 pub fn markdown_report(r: &DatasetReport) -> String {
@@ -398,7 +325,23 @@ pub fn markdown_report(r: &DatasetReport) -> String {
             s.push_str(&format!("| {f} | {} |\n", l.join(", ")));
         }
     }
-    s.push_str(&format!("\nRules: {:?} ({})\n", r.rules, r.rules_source));
+    let rules = serde_json::to_value(r.rules)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    s.push_str(&format!("\nRules: {rules} ({})\n", r.rules_source));
+    if let Some(p) = &r.paragraphs {
+        s.push_str(&format!(
+            "\nParagraph dedup: {} of {} lines removed; {} documents changed, {} left empty (dropped)\n",
+            p.lines_removed, p.lines_in, p.documents_changed, p.documents_emptied
+        ));
+    }
+    if let Some(c) = &r.chunks {
+        s.push_str(&format!(
+            "\nChunks: {} of {} pages in {} ({} chunks of dropped pages left out, embeddings: {})\n",
+            c["chunks"], c["pages"], c["file"], c["chunks_skipped"], c["dim"]
+        ));
+    }
     s.push_str(&format!(
         "\n{:.1} s, {:.0} documents/s\n",
         r.elapsed_s, r.documents_per_s

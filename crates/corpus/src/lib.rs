@@ -7,5 +7,7 @@ pub mod http;
 pub mod ingest;
 pub mod lang;
 pub mod language_rules;
+pub mod paragraphs;
 pub mod quality;
+pub mod sink;
 pub mod tokenize;

@@ -6,6 +6,7 @@
 pub mod alloc;
 mod bert;
 pub mod chunk;
+pub mod dataset;
 pub mod embed;
 pub mod gate;
 pub mod indexer;
