@@ -455,14 +455,9 @@ async fn an_indexed_ingest_exports_datasets_that_pyarrow_and_hugging_face_datase
     ) else {
         return;
     };
-    let model = trawl_index::model::resolve_dir(None);
-    if let Err(e) = trawl_index::model::check_dir(&model) {
-        if std::env::var("TRAWL_REQUIRE_MODEL").is_ok_and(|v| v == "1") {
-            panic!("the embedding model is required (TRAWL_REQUIRE_MODEL=1): {e}");
-        }
-        eprintln!("SKIPPED: {e}");
+    let Some(model) = support::embedding_model() else {
         return;
-    }
+    };
     if !python_has("datasets") || !python_has("lancedb") {
         return;
     }

@@ -48,6 +48,20 @@ pub fn error_kind(p: &Value) -> Option<&str> {
     p["error"]["kind"].as_str()
 }
 
+/// The embedding model's directory; `None` (a skip, said why) when it is missing, a failure
+/// under `TRAWL_REQUIRE_MODEL=1` (set by CI).
+pub fn embedding_model() -> Option<std::path::PathBuf> {
+    let model = trawl_index::model::resolve_dir(None);
+    if let Err(e) = trawl_index::model::check_dir(&model) {
+        if std::env::var("TRAWL_REQUIRE_MODEL").is_ok_and(|v| v == "1") {
+            panic!("the embedding model is required (TRAWL_REQUIRE_MODEL=1): {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return None;
+    }
+    Some(model)
+}
+
 /// Whether a Python module can be imported; `TRAWL_REQUIRE_PY=1` (set by CI) turns a
 /// missing module into a failure instead of a skip.
 pub fn python_has(module: &str) -> bool {
