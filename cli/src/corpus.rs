@@ -179,13 +179,12 @@ pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
             "{} is an index: its chunks are written to --out with --format parquet (--chunks is for a crawl directory)",
             args.from.display()
         );
-        let chunks = &args.out;
-        let r = export_chunks(&args.from, chunks, None).await?;
+        let r = export_chunks(&args.from, &args.out, None).await?;
         eprintln!(
             "exported {} chunks of {} pages to {}",
             r.chunks,
             r.pages,
-            chunks.display()
+            args.out.display()
         );
         return Ok(());
     }

@@ -100,14 +100,7 @@ async fn poll_once(
     }
     let c = conn.as_mut()?;
     for k in [key, live] {
-        let _ = redis::cmd("SET")
-            .arg(k)
-            .arg(mine)
-            .arg("EX")
-            .arg(MARK_TTL_S)
-            .query_async::<()>(c)
-            .within()
-            .await;
+        set_mark(c, k, mine).await;
     }
     let stored: Option<String> = redis::cmd("GET")
         .arg(crate::spec::spec_key(&current.crawl))
@@ -179,15 +172,20 @@ pub async fn mark_stage(
         *conn = crate::redis_conn::connect(redis_url).await.ok();
     }
     if let Some(c) = conn.as_mut() {
-        let _ = redis::cmd("SET")
-            .arg(stage_key(crawl, stage))
-            .arg("waiting")
-            .arg("EX")
-            .arg(MARK_TTL_S)
-            .query_async::<()>(c)
-            .within()
-            .await;
+        set_mark(c, &stage_key(crawl, stage), "waiting").await;
     }
+}
+
+/// One mark, expiring after [`MARK_TTL_S`]; a failure is left to the next refresh.
+async fn set_mark(c: &mut ConnectionManager, key: &str, value: &str) {
+    let _ = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .arg("EX")
+        .arg(MARK_TTL_S)
+        .query_async::<()>(c)
+        .within()
+        .await;
 }
 
 /// Whether a live replica of `stage` works on `crawl` (one marked its spec in the last

@@ -59,6 +59,9 @@ pub struct Row {
     pub quality: BTreeMap<String, f64>,
     /// Lines removed from `text` by the paragraph dedup (`markdown` keeps them).
     pub paragraphs_removed: u32,
+    /// Whitespace-separated tokens of `text` (Parquet and CSV have it as a column).
+    #[serde(skip)]
+    pub token_count: u64,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -92,7 +95,7 @@ pub struct DatasetReport {
 }
 
 /// Whitespace-separated tokens: the report's unit (a model's tokenizer would give more).
-pub(crate) fn tokens(text: &str) -> u64 {
+fn tokens(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }
 
@@ -165,6 +168,7 @@ fn judge(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         paragraphs_removed: 0,
+        token_count: 0,
     })
 }
 
@@ -257,8 +261,9 @@ pub fn export_with(
             row.text = d.text;
             row.paragraphs_removed = d.removed as u32;
         }
+        row.token_count = tokens(&row.text);
         report.documents_out += 1;
-        report.tokens_out += tokens(&row.text);
+        report.tokens_out += row.token_count;
         *report
             .languages_out
             .entry(row.language.clone().unwrap_or_else(|| "unknown".into()))
@@ -267,7 +272,7 @@ pub fn export_with(
         sink.write(row)?;
     }
     sink.finish()?;
-    report.paragraphs = paragraphs.map(|p| p.report);
+    report.paragraphs = paragraphs.map(|p| p.report());
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.documents_per_s = report.documents_in as f64 / report.elapsed_s.max(1e-9);
     write_report(&opts.out, &report)?;

@@ -37,7 +37,7 @@ pub fn normalize(line: &str) -> String {
             space = !out.is_empty();
             continue;
         }
-        if c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace()) {
+        if !c.is_alphanumeric() {
             continue;
         }
         if space {
@@ -77,10 +77,18 @@ pub struct ParagraphReport {
 #[derive(Default)]
 pub struct ParagraphDedup {
     seen: HashSet<u64, BuildHasherDefault<Identity>>,
-    pub report: ParagraphReport,
+    report: ParagraphReport,
 }
 
 impl ParagraphDedup {
+    /// What was removed from the documents so far.
+    pub fn report(&self) -> ParagraphReport {
+        ParagraphReport {
+            distinct_lines: self.seen.len() as u64,
+            ..self.report.clone()
+        }
+    }
+
     /// Removes the lines of `text` seen before and remembers the others. Blank lines and
     /// lines with nothing left after normalization (a lone "•") stay, and count for nothing.
     pub fn apply(&mut self, text: &str) -> Deduped {
@@ -114,7 +122,6 @@ impl ParagraphDedup {
                 self.report.documents_emptied += 1;
             }
         }
-        self.report.distinct_lines = self.seen.len() as u64;
         Deduped {
             text,
             lines,
@@ -160,7 +167,7 @@ mod tests {
         assert_eq!((c.lines, c.removed), (2, 2));
         assert_eq!(c.text, "");
         assert_eq!(
-            d.report,
+            d.report(),
             ParagraphReport {
                 lines_in: 12,
                 lines_removed: 6,

@@ -13,7 +13,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use crate::export::{Format, Row, tokens};
+use crate::export::{Format, Row};
 
 /// Characters of a page's text in its preview.
 pub const PREVIEW_CHARS: usize = 300;
@@ -154,7 +154,7 @@ impl ParquetSink {
             col(&|r| r.markdown.clone()),
             col(&|r| Some(preview(&r.text))),
             Arc::new(UInt64Array::from_iter_values(
-                rows.iter().map(|r| tokens(&r.text)),
+                rows.iter().map(|r| r.token_count),
             )),
             col(&|r| r.language.clone()),
             Arc::new(
@@ -236,7 +236,7 @@ impl Sink for CsvSink {
             row.source.clone(),
             opt(&row.source_record_id),
             opt(&row.simhash),
-            tokens(&row.text).to_string(),
+            row.token_count.to_string(),
             serde_json::to_string(&row.quality).unwrap_or_default(),
             row.paragraphs_removed.to_string(),
             preview(&row.text),

@@ -16,8 +16,8 @@ use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
 use crate::IndexError;
-use crate::rows::col;
-use crate::store::Store;
+use crate::rows::{arrow, col};
+use crate::store::{Store, db};
 
 /// What the chunks of one page carry from the page: the export's id of the page and where
 /// it came from.
@@ -100,41 +100,33 @@ pub async fn export_chunks(
     let io = |e: std::io::Error| IndexError::Store(format!("{}: {e}", out.display()));
     let pq =
         |e: parquet::errors::ParquetError| IndexError::Store(format!("{}: {e}", out.display()));
+    let stored = store.chunks().schema().await.map_err(db)?;
+    let schema = out_schema(&stored, dim)?;
     let mut stream = store
         .chunks()
         .query()
         .select(Select::columns(&columns))
         .execute()
         .await
-        .map_err(|e| IndexError::Store(e.to_string()))?;
-    let partial = out.with_extension("parquet.partial");
-    let mut writer: Option<ArrowWriter<std::fs::File>> = None;
-    let mut schema: Option<SchemaRef> = None;
+        .map_err(db)?;
+    let partial = {
+        let mut p = out.as_os_str().to_owned();
+        p.push(".partial");
+        std::path::PathBuf::from(p)
+    };
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(row_group.max(1)))
+        .build();
+    let file = std::fs::File::create(&partial).map_err(io)?;
+    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
     let mut report = ChunkExport {
         file: out.display().to_string(),
         dim,
         ..ChunkExport::default()
     };
     let mut seen_pages = HashSet::new();
-    while let Some(batch) = stream
-        .try_next()
-        .await
-        .map_err(|e| IndexError::Store(e.to_string()))?
-    {
-        let schema = match &schema {
-            Some(s) => s.clone(),
-            None => {
-                let s = out_schema(&batch.schema(), dim)?;
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .set_max_row_group_row_count(Some(row_group.max(1)))
-                    .build();
-                let file = std::fs::File::create(&partial).map_err(io)?;
-                writer = Some(ArrowWriter::try_new(file, s.clone(), Some(props)).map_err(pq)?);
-                schema = Some(s.clone());
-                s
-            }
-        };
+    while let Some(batch) = stream.try_next().await.map_err(db)? {
         let (rows, skipped) = dataset_batch(&batch, &schema, pages)?;
         report.chunks_skipped += skipped;
         if rows.num_rows() == 0 {
@@ -145,24 +137,8 @@ pub async fn export_chunks(
             seen_pages.insert(xxhash_rust::xxh3::xxh3_64(canonical.value(i).as_bytes()));
         }
         report.chunks += rows.num_rows() as u64;
-        if let Some(w) = writer.as_mut() {
-            w.write(&rows).map_err(pq)?;
-        }
+        writer.write(&rows).map_err(pq)?;
     }
-    let writer = match writer {
-        Some(w) => w,
-        // An empty index: a file with the schema and no rows.
-        None => {
-            let stored = store
-                .chunks()
-                .schema()
-                .await
-                .map_err(|e| IndexError::Store(e.to_string()))?;
-            let s = out_schema(&stored, dim)?;
-            let file = std::fs::File::create(&partial).map_err(io)?;
-            ArrowWriter::try_new(file, s, None).map_err(pq)?
-        }
-    };
     let meta = writer.close().map_err(pq)?;
     report.row_groups = meta.num_row_groups();
     report.pages = seen_pages.len() as u64;
@@ -186,19 +162,20 @@ fn dataset_batch(
         .map(|m| pages.is_none() || m.is_some())
         .collect();
     let skipped = keep.iter().filter(|k| !**k).count() as u64;
-    let kept: Vec<&Option<&PageMeta>> = metas
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(m, _)| m)
+    let kept: Vec<Option<&PageMeta>> = metas
+        .into_iter()
+        .filter(|m| pages.is_none() || m.is_some())
         .collect();
-    let mask = BooleanArray::from(keep);
+    // A batch kept whole (every chunk of an index, or of kept pages) is not copied.
+    let mask = (skipped > 0).then(|| BooleanArray::from(keep));
     let take = |name: &str| -> Result<ArrayRef, IndexError> {
         let a = batch
             .column_by_name(name)
             .ok_or_else(|| IndexError::Store(format!("the index has no {name} column")))?;
-        arrow_select::filter::filter(a.as_ref(), &mask)
-            .map_err(|e| IndexError::Store(e.to_string()))
+        match &mask {
+            Some(m) => arrow_select::filter::filter(a.as_ref(), m).map_err(arrow),
+            None => Ok(a.clone()),
+        }
     };
     let meta_col = |f: &dyn Fn(&PageMeta) -> Option<&str>| -> ArrayRef {
         Arc::new(kept.iter().map(|m| m.and_then(f)).collect::<StringArray>())
@@ -213,8 +190,7 @@ fn dataset_batch(
     if schema.field_with_name("embedding").is_ok() {
         cols.push(take("vector")?);
     }
-    let rows =
-        RecordBatch::try_new(schema.clone(), cols).map_err(|e| IndexError::Store(e.to_string()))?;
+    let rows = RecordBatch::try_new(schema.clone(), cols).map_err(arrow)?;
     Ok((rows, skipped))
 }
 

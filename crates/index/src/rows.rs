@@ -62,7 +62,7 @@ pub struct AliasRow {
     pub page_fingerprint: u64,
 }
 
-fn arrow(e: arrow_schema::ArrowError) -> IndexError {
+pub(crate) fn arrow(e: arrow_schema::ArrowError) -> IndexError {
     IndexError::Store(e.to_string())
 }
 

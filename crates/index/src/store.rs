@@ -19,7 +19,7 @@ pub(crate) use crate::rows::{col, collect, heading_paths};
 pub const CHUNKS: &str = "chunks";
 pub const ALIASES: &str = "chunk_aliases";
 
-fn db(e: lancedb::Error) -> IndexError {
+pub(crate) fn db(e: lancedb::Error) -> IndexError {
     IndexError::Store(e.to_string())
 }
 
