@@ -8,6 +8,7 @@ pub mod jetstream;
 pub mod redis_conn;
 pub mod redis_gate;
 pub mod redis_history;
+pub mod redis_min_gate;
 pub mod redis_state;
 pub mod service;
 pub mod spec;

@@ -17,7 +17,7 @@ use crate::redis_conn::Within;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use trawl_dedup::gate::{Gate, GateError, GateVerdict, unless_self};
+use trawl_dedup::gate::{Gate, GateError, GatePage, GateVerdict, unless_self};
 use trawl_dedup::simhash::{Banding, Fingerprint};
 
 fn redis_err(e: redis::RedisError) -> GateError {
@@ -117,7 +117,12 @@ impl RedisGate {
 
 #[async_trait]
 impl Gate for RedisGate {
-    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError> {
+    async fn check_and_insert(
+        &self,
+        page: &GatePage,
+        id: &str,
+    ) -> Result<GateVerdict, GateError> {
+        let fp: Fingerprint = page.fp;
         let b = self.banding.bands(fp.simhash);
         let digest = fp.exact.to_be_bytes();
         let mut inv = self.script.prepare_invoke();

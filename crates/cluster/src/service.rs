@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use trawl_core::pipeline::{Backlog, HOPS, Hops, Shutdown, StageContext, StageResult};
 use trawl_core::queue::Unconnected;
-use trawl_core::settings::{ClusterSettings, Settings, redact_url};
+use trawl_core::settings::{ClusterSettings, PageGate, Settings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_dedup::Gate;
 
@@ -141,14 +141,21 @@ impl Backlog for StreamBacklog {
 impl Backends {
     /// The crawl's shared near-duplicate gate in Redis (`None` when dedup is off).
     pub async fn dedup_gate(&self, spec: &CrawlSpec) -> Result<Option<Arc<dyn Gate>>, String> {
-        let Some(d) = spec.settings.dedup_distance() else {
-            return Ok(None);
+        let url = &self.settings.cluster.redis_url;
+        let gate: Arc<dyn Gate> = match spec.settings.page_gate() {
+            None => return Ok(None),
+            Some(PageGate::SimHash { distance }) => Arc::new(
+                crate::redis_gate::RedisGate::connect(url, &spec.crawl, distance)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            Some(PageGate::MinHash { similarity }) => Arc::new(
+                crate::redis_min_gate::RedisMinGate::connect(url, &spec.crawl, similarity)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
         };
-        let gate =
-            crate::redis_gate::RedisGate::connect(&self.settings.cluster.redis_url, &spec.crawl, d)
-                .await
-                .map_err(|e| e.to_string())?;
-        Ok(Some(Arc::new(gate)))
+        Ok(Some(gate))
     }
 
     /// Whether a replica of `stage` runs for the crawl, asked of Redis when called: a

@@ -5,15 +5,25 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use trawl_cluster::redis_gate::RedisGate;
+use trawl_cluster::redis_min_gate::RedisMinGate;
 use trawl_core::mutate::Rng;
-use trawl_dedup::gate::{Gate, GateVerdict, MemoryGate};
+use trawl_dedup::gate::{Gate, GateMethod, GatePage, GateVerdict, MemoryGate, MemoryMinGate};
 use trawl_dedup::{Fingerprint, hamming};
 
 const GROUPS: usize = 60;
 const TASKS: usize = 8;
 
-/// Groups of 4 fingerprints, pairwise within distance 2, groups far apart.
-fn groups() -> Vec<Vec<Fingerprint>> {
+/// Groups of 4 pages, near-copies of each other by `method`'s rule, groups far apart:
+/// fingerprints pairwise within distance 2 (SimHash), or texts of 300 words of which 1 to
+/// 3 differ (MinHash: 5-gram Jaccard about 0.9).
+fn groups(method: GateMethod) -> Vec<Vec<GatePage>> {
+    match method {
+        GateMethod::SimHash => simhash_groups(),
+        GateMethod::MinHash => text_groups(),
+    }
+}
+
+fn simhash_groups() -> Vec<Vec<GatePage>> {
     let mut rng = Rng::new(42);
     let mut bases: Vec<u64> = Vec::new();
     while bases.len() < GROUPS {
@@ -32,9 +42,30 @@ fn groups() -> Vec<Vec<Fingerprint>> {
             [b, b ^ (1 << i), b ^ (1 << j), b ^ (1 << i) ^ (1 << j)]
                 .iter()
                 .enumerate()
-                .map(|(m, &s)| Fingerprint {
-                    simhash: s,
-                    exact: (g * 10 + m) as u128,
+                .map(|(m, &s)| {
+                    GatePage::from(Fingerprint {
+                        simhash: s,
+                        exact: (g * 10 + m) as u128,
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn text_groups() -> Vec<Vec<GatePage>> {
+    let mut rng = Rng::new(43);
+    (0..GROUPS)
+        .map(|_| {
+            let base: Vec<String> = (0..300).map(|_| format!("w{}", rng.below(50_000))).collect();
+            (0..4)
+                .map(|m| {
+                    let mut words = base.clone();
+                    // Member m changes words at m places, spread out (member 0 is the base).
+                    for k in 0..m {
+                        words[40 + 90 * k] = format!("edit{m}x{k}");
+                    }
+                    GatePage::of(&words.join(" "), GateMethod::MinHash)
                 })
                 .collect()
         })
@@ -42,7 +73,8 @@ fn groups() -> Vec<Vec<Fingerprint>> {
 }
 
 async fn run(gate: Arc<dyn Gate>) {
-    let groups = Arc::new(groups());
+    let method = gate.method();
+    let groups = Arc::new(groups(method));
     let mut handles = Vec::new();
     for t in 0..TASKS {
         let (gate, groups) = (gate.clone(), groups.clone());
@@ -57,11 +89,15 @@ async fn run(gate: Arc<dyn Gate>) {
             let mut kept = Vec::new();
             for (g, m) in order {
                 let id = format!("g{g}-m{m}-t{t}");
-                match gate.check_and_insert(groups[g][m], &id).await.unwrap() {
+                match gate.check_and_insert(&groups[g][m], &id).await.unwrap() {
                     GateVerdict::Kept => kept.push(g),
                     GateVerdict::Duplicate { of, distance } => {
                         assert!(of.starts_with(&format!("g{g}-")), "{id} matched {of}");
                         assert!(distance <= 2);
+                    }
+                    GateVerdict::Similar { of, similarity } => {
+                        assert!(of.starts_with(&format!("g{g}-")), "{id} matched {of}");
+                        assert!(similarity >= 0.8, "{similarity}");
                     }
                 }
             }
@@ -84,34 +120,79 @@ async fn memory_gate_keeps_exactly_one_per_group() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn redis_gate_keeps_exactly_one_per_group() {
-    let crawl = format!(
-        "test-{}-{}",
-        std::process::id(),
-        trawl_core::clock::now_ms()
-    );
-    let gate = match RedisGate::connect("redis://127.0.0.1:6379", &crawl, 2).await {
-        Ok(g) => g,
+async fn memory_minhash_gate_keeps_exactly_one_per_group() {
+    run(Arc::new(MemoryMinGate::new(0.8))).await;
+}
+
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// The crawl's gate of `method` in the Redis on loopback, `None` (the test skipped, saying
+/// why) when there is none and the test command did not ask for services.
+async fn redis_gate(method: GateMethod, crawl: &str) -> Option<Arc<dyn Gate>> {
+    let gate: Result<Arc<dyn Gate>, _> = match method {
+        GateMethod::SimHash => RedisGate::connect(REDIS, crawl, 2)
+            .await
+            .map(|g| Arc::new(g) as _),
+        GateMethod::MinHash => RedisMinGate::connect(REDIS, crawl, 0.8)
+            .await
+            .map(|g| Arc::new(g) as _),
+    };
+    match gate {
+        Ok(g) => Some(g),
         Err(e) => {
             if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
                 panic!("Redis is required (TRAWL_REQUIRE_SERVICES=1): {e}");
             }
             eprintln!("SKIPPED: no Redis on 127.0.0.1:6379 ({e}); scripts/services.sh starts one");
-            return;
+            None
         }
+    }
+}
+
+async fn clear(method: GateMethod, crawl: &str) {
+    match method {
+        GateMethod::SimHash => RedisGate::connect(REDIS, crawl, 2).await.unwrap().clear().await,
+        GateMethod::MinHash => {
+            let g = RedisMinGate::connect(REDIS, crawl, 0.8).await.unwrap();
+            g.clear().await
+        }
+    }
+    .unwrap();
+}
+
+async fn redis_keeps_exactly_one_per_group(method: GateMethod) {
+    let crawl = format!(
+        "test-{}-{}-{method:?}",
+        std::process::id(),
+        trawl_core::clock::now_ms()
+    );
+    let Some(gate) = redis_gate(method, &crawl).await else {
+        return;
     };
-    let gate = Arc::new(gate);
     run(gate.clone()).await;
     // A redelivery of a kept page is still kept, not a copy of itself.
-    let own = Fingerprint {
-        simhash: 1,
-        exact: u128::MAX,
+    let own = match method {
+        GateMethod::SimHash => GatePage::from(Fingerprint {
+            simhash: 1,
+            exact: u128::MAX,
+        }),
+        GateMethod::MinHash => GatePage::of("a page of its own, unlike the others", method),
     };
     for delivery in ["first", "redelivered"] {
-        let v = gate.check_and_insert(own, "self").await.unwrap();
+        let v = gate.check_and_insert(&own, "self").await.unwrap();
         assert_eq!(v, GateVerdict::Kept, "{delivery}");
     }
-    gate.clear().await.unwrap();
+    clear(method, &crawl).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_gate_keeps_exactly_one_per_group() {
+    redis_keeps_exactly_one_per_group(GateMethod::SimHash).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_minhash_gate_keeps_exactly_one_per_group() {
+    redis_keeps_exactly_one_per_group(GateMethod::MinHash).await;
 }
 
 /// One of the processes of the test below (the test binary runs itself as its workers):
@@ -122,14 +203,16 @@ async fn gate_process_worker() {
     let Ok(spec) = std::env::var("TRAWL_GATE_CHILD") else {
         return;
     };
-    let mut parts = spec.splitn(3, ':');
+    let mut parts = spec.splitn(4, ':');
     let t: u64 = parts.next().unwrap().parse().unwrap();
     let start_ms: u64 = parts.next().unwrap().parse().unwrap();
+    let method = match parts.next().unwrap() {
+        "minhash" => GateMethod::MinHash,
+        _ => GateMethod::SimHash,
+    };
     let crawl = parts.next().unwrap();
-    let gate = RedisGate::connect("redis://127.0.0.1:6379", crawl, 2)
-        .await
-        .unwrap();
-    let groups = groups();
+    let gate = redis_gate(method, crawl).await.expect("Redis");
+    let groups = groups(method);
     let mut order: Vec<(usize, usize)> = (0..GROUPS)
         .flat_map(|g| (0..4).map(move |m| (g, m)))
         .collect();
@@ -142,7 +225,7 @@ async fn gate_process_worker() {
     let mut kept = Vec::new();
     for (g, m) in order {
         let id = format!("g{g}-m{m}-p{t}");
-        if gate.check_and_insert(groups[g][m], &id).await.unwrap() == GateVerdict::Kept {
+        if gate.check_and_insert(&groups[g][m], &id).await.unwrap() == GateVerdict::Kept {
             kept.push(g);
         }
     }
@@ -153,20 +236,21 @@ async fn gate_process_worker() {
 /// random orders against one Redis at the same moment: exactly one of each group is kept.
 #[test]
 fn redis_gate_keeps_exactly_one_per_group_across_processes() {
-    let crawl = format!("mp-{}-{}", std::process::id(), trawl_core::clock::now_ms());
+    across_processes(GateMethod::SimHash, "simhash");
+}
+
+#[test]
+fn redis_minhash_gate_keeps_exactly_one_per_group_across_processes() {
+    across_processes(GateMethod::MinHash, "minhash");
+}
+
+fn across_processes(method: GateMethod, name: &str) {
+    let crawl = format!("mp-{}-{}-{name}", std::process::id(), trawl_core::clock::now_ms());
     // One runtime for the probe and the cleanup: the connection lives on it.
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let probe = rt.block_on(RedisGate::connect("redis://127.0.0.1:6379", &crawl, 2));
-    let gate = match probe {
-        Ok(g) => g,
-        Err(e) => {
-            if std::env::var("TRAWL_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
-                panic!("Redis is required (TRAWL_REQUIRE_SERVICES=1): {e}");
-            }
-            eprintln!("SKIPPED: no Redis on 127.0.0.1:6379 ({e})");
-            return;
-        }
-    };
+    if rt.block_on(redis_gate(method, &crawl)).is_none() {
+        return;
+    }
     let exe = std::env::current_exe().unwrap();
     // Time for all eight to start and connect before any submits.
     let start = trawl_core::clock::now_ms() + 1500;
@@ -179,7 +263,7 @@ fn redis_gate_keeps_exactly_one_per_group_across_processes() {
                     "--nocapture",
                     "--test-threads=1",
                 ])
-                .env("TRAWL_GATE_CHILD", format!("{t}:{start}:{crawl}"))
+                .env("TRAWL_GATE_CHILD", format!("{t}:{start}:{name}:{crawl}"))
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -208,5 +292,75 @@ fn redis_gate_keeps_exactly_one_per_group_across_processes() {
     assert_eq!(pids.len(), TASKS, "eight separate processes");
     assert_eq!(per_group.len(), GROUPS, "every group keeps one");
     assert!(per_group.values().all(|&n| n == 1), "{per_group:?}");
-    rt.block_on(gate.clear()).unwrap();
+    rt.block_on(clear(method, &crawl));
+}
+
+/// Pages in families that drift (each member changes a few words of the one before) and
+/// strangers, in one order for both gates.
+fn drifting_pages() -> Vec<(String, GatePage)> {
+    let mut rng = Rng::new(44);
+    let mut out = Vec::new();
+    for family in 0..12 {
+        let mut words: Vec<String> = (0..150).map(|_| format!("w{}", rng.below(50_000))).collect();
+        for member in 0..6 {
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(words.len());
+                words[at] = format!("f{family}m{member}x{}", rng.below(1000));
+            }
+            let page = GatePage::of(&words.join(" "), GateMethod::MinHash);
+            out.push((format!("f{family}-m{member}"), page));
+        }
+    }
+    // Interleave the families, as a crawl meets them.
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    order.into_iter().map(|i| out[i].clone()).collect()
+}
+
+/// The Lua script and the in-process index make the same decision for every page, and a
+/// second showing of every page (redeliveries) gets its first answer again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
+    let crawl = format!("parity-{}-{}", std::process::id(), trawl_core::clock::now_ms());
+    let Some(redis) = redis_gate(GateMethod::MinHash, &crawl).await else {
+        return;
+    };
+    let memory = MemoryMinGate::new(0.8);
+    let pages = drifting_pages();
+    let mut first = Vec::new();
+    for (id, page) in &pages {
+        let m = memory.check_and_insert(page, id).await.unwrap();
+        let r = redis.check_and_insert(page, id).await.unwrap();
+        match (&m, &r) {
+            (
+                GateVerdict::Similar { of: a, similarity: x },
+                GateVerdict::Similar { of: b, similarity: y },
+            ) => {
+                assert_eq!(a, b, "{id}");
+                assert!((x - y).abs() < 1e-6, "{id}: {x} vs {y}");
+            }
+            _ => assert_eq!(m, r, "{id}"),
+        }
+        first.push(r);
+    }
+    let copies = first.iter().filter(|v| **v != GateVerdict::Kept).count();
+    assert!(copies >= 40, "most family members are copies: {copies} of 72");
+    assert_eq!(memory.len(), pages.len());
+    for ((id, page), was) in pages.iter().zip(&first) {
+        assert_eq!(&redis.check_and_insert(page, id).await.unwrap(), was, "{id} again");
+    }
+    let mut conn = redis::Client::open(REDIS)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let indexed: usize = redis::cmd("GET")
+        .arg(format!("trawl:{{{crawl}}}:mh:n"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(indexed, pages.len(), "a redelivery is not indexed twice");
+    clear(GateMethod::MinHash, &crawl).await;
 }

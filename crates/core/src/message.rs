@@ -188,9 +188,12 @@ pub struct PageRecord {
     /// The URL of the page this one copies; its text is not indexed again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
-    /// Hamming distance to `duplicate_of` (0: an exact copy).
+    /// Hamming distance to `duplicate_of` (0: an exact copy), from the SimHash gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distance: Option<u32>,
+    /// Estimated word 5-gram Jaccard similarity with `duplicate_of`, from the MinHash gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<FetchFailure>,
     /// 128-bit exact hash of the text after boilerplate, as 32 hex digits: equal for pages

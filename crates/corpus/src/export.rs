@@ -245,8 +245,10 @@ pub fn export_with(
             }
         };
         if let Some(index) = lsh.as_mut() {
-            let sig = hasher.signature(&row.text);
-            if index.insert_or_match(sig, &row.id).is_some() {
+            if index
+                .check_and_insert(&hasher.sketch(&row.text), &row.id)
+                .is_some()
+            {
                 drop(&mut report, "dedup:minhash");
                 continue;
             }

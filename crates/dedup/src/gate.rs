@@ -6,14 +6,65 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::minhash::{LshIndex, MinHasher, MinSketch};
 use crate::simhash::{Banding, Fingerprint, hamming};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum GateVerdict {
     /// First of its kind: kept, and now in the index.
     Kept,
-    /// A copy of `of` (the id it was kept under); distance 0 for an exact copy.
+    /// A copy of `of` (the id it was kept under) by SimHash; distance 0 for an exact copy.
     Duplicate { of: String, distance: u32 },
+    /// A near-copy of `of` by MinHash: `similarity` is the estimated Jaccard similarity of
+    /// their word 5-grams.
+    Similar { of: String, similarity: f32 },
+}
+
+impl GateVerdict {
+    /// The id of the page this one copies, if it is a copy.
+    pub fn original(&self) -> Option<&str> {
+        match self {
+            GateVerdict::Kept => None,
+            GateVerdict::Duplicate { of, .. } | GateVerdict::Similar { of, .. } => Some(of),
+        }
+    }
+}
+
+/// Which fingerprint a page gate compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateMethod {
+    /// 64-bit SimHash within a Hamming distance (and the exact hash).
+    SimHash,
+    /// MinHash-LSH candidates over word 5-grams, verified by the b-bit sketch.
+    MinHash,
+}
+
+/// What a gate is shown of a page: its fingerprint always, its MinHash sketch when the gate
+/// compares those ([`Gate::method`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatePage {
+    pub fp: Fingerprint,
+    pub minhash: Option<MinSketch>,
+}
+
+impl From<Fingerprint> for GatePage {
+    fn from(fp: Fingerprint) -> Self {
+        GatePage { fp, minhash: None }
+    }
+}
+
+impl GatePage {
+    /// The page as `method` needs it: the fingerprint of `text`, and its sketch for MinHash.
+    pub fn of(text: &str, method: GateMethod) -> Self {
+        let words = crate::simhash::words(text);
+        let fp = crate::simhash::fingerprint_words(&words);
+        let minhash = (method == GateMethod::MinHash).then(|| {
+            static HASHER: std::sync::LazyLock<MinHasher> =
+                std::sync::LazyLock::new(MinHasher::default);
+            HASHER.sketch_of(&HASHER.shingles_of(&words))
+        });
+        GatePage { fp, minhash }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -23,20 +74,33 @@ pub enum GateError {
     Redis(String),
     #[error("gate reply: {0}")]
     Reply(String),
+    /// A MinHash gate was shown a page without its sketch.
+    #[error("the MinHash gate needs the page's sketch")]
+    NoSketch,
 }
 
 #[async_trait]
 pub trait Gate: Send + Sync {
-    /// Keeps `id` unless an exact copy or a fingerprint within the distance is already kept
-    /// under another id. Idempotent per id: a redelivered page matches itself and is `Kept`.
-    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError>;
+    /// What the gate compares, so callers make the page's sketch only when it is needed.
+    fn method(&self) -> GateMethod {
+        GateMethod::SimHash
+    }
+
+    /// Keeps `id` unless a page near enough is already kept under another id. Idempotent
+    /// per id: a redelivered page matches itself and is `Kept`.
+    async fn check_and_insert(&self, page: &GatePage, id: &str)
+    -> Result<GateVerdict, GateError>;
 }
 
 /// A match on the page's own id is a redelivery, not a copy. For every [`Gate`]
 /// implementation, here and in `trawl_cluster::redis_gate`.
 pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
     match v {
-        GateVerdict::Duplicate { of, .. } if of == id => GateVerdict::Kept,
+        GateVerdict::Duplicate { ref of, .. } | GateVerdict::Similar { ref of, .. }
+            if of == id =>
+        {
+            GateVerdict::Kept
+        }
         other => other,
     }
 }
@@ -120,8 +184,65 @@ impl MemoryGate {
 
 #[async_trait]
 impl Gate for MemoryGate {
-    async fn check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, GateError> {
-        Ok(unless_self(self.check_and_insert_sync(fp, id), id))
+    async fn check_and_insert(
+        &self,
+        page: &GatePage,
+        id: &str,
+    ) -> Result<GateVerdict, GateError> {
+        Ok(unless_self(self.check_and_insert_sync(page.fp, id), id))
+    }
+}
+
+/// The MinHash gate of the embedded runtime: an [`LshIndex`] of every page shown (copies
+/// too: a copy may name a copy, see [`crate::minhash`]). Memory a page: the sketch
+/// ([`crate::minhash::SKETCH_BYTES`]), 4 bytes and one map entry per band, and the id.
+pub struct MemoryMinGate {
+    index: Mutex<LshIndex>,
+}
+
+impl MemoryMinGate {
+    /// Near-copies are pages whose estimated word 5-gram Jaccard similarity with a kept
+    /// page reaches `threshold`.
+    pub fn new(threshold: f64) -> Self {
+        MemoryMinGate {
+            index: Mutex::new(LshIndex::new(threshold)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The check without the async interface, for threaded callers and restores.
+    pub fn check_and_insert_sync(&self, sk: &MinSketch, id: &str) -> GateVerdict {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        match index.check_and_insert(sk, id) {
+            None => GateVerdict::Kept,
+            Some(m) => GateVerdict::Similar {
+                of: m.id,
+                similarity: m.similarity as f32,
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Gate for MemoryMinGate {
+    fn method(&self) -> GateMethod {
+        GateMethod::MinHash
+    }
+
+    async fn check_and_insert(
+        &self,
+        page: &GatePage,
+        id: &str,
+    ) -> Result<GateVerdict, GateError> {
+        let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
+        Ok(unless_self(self.check_and_insert_sync(sk, id), id))
     }
 }
 
@@ -129,8 +250,8 @@ impl Gate for MemoryGate {
 mod tests {
     use super::*;
 
-    fn fp(simhash: u64, exact: u128) -> Fingerprint {
-        Fingerprint { simhash, exact }
+    fn fp(simhash: u64, exact: u128) -> GatePage {
+        Fingerprint { simhash, exact }.into()
     }
 
     #[tokio::test]
@@ -138,11 +259,11 @@ mod tests {
         let g = MemoryGate::new(2);
         let base = 0xdead_beef_0123_4567u64;
         assert_eq!(
-            g.check_and_insert(fp(base, 1), "a").await.unwrap(),
+            g.check_and_insert(&fp(base, 1), "a").await.unwrap(),
             GateVerdict::Kept
         );
         assert_eq!(
-            g.check_and_insert(fp(base, 1), "b").await.unwrap(),
+            g.check_and_insert(&fp(base, 1), "b").await.unwrap(),
             GateVerdict::Duplicate {
                 of: "a".into(),
                 distance: 0
@@ -151,7 +272,7 @@ mod tests {
         // Two bits apart, in two different bands: still found through the other bands.
         let near = base ^ (1 << 3) ^ (1 << 40);
         assert_eq!(
-            g.check_and_insert(fp(near, 2), "c").await.unwrap(),
+            g.check_and_insert(&fp(near, 2), "c").await.unwrap(),
             GateVerdict::Duplicate {
                 of: "a".into(),
                 distance: 2
@@ -159,7 +280,7 @@ mod tests {
         );
         let far = base ^ 0b111;
         assert_eq!(
-            g.check_and_insert(fp(far, 3), "d").await.unwrap(),
+            g.check_and_insert(&fp(far, 3), "d").await.unwrap(),
             GateVerdict::Kept
         );
         assert_eq!(g.len(), 2);
@@ -169,15 +290,15 @@ mod tests {
     async fn a_redelivered_page_is_kept_not_its_own_copy() {
         let g = MemoryGate::new(2);
         assert_eq!(
-            g.check_and_insert(fp(7, 7), "a").await.unwrap(),
+            g.check_and_insert(&fp(7, 7), "a").await.unwrap(),
             GateVerdict::Kept
         );
         assert_eq!(
-            g.check_and_insert(fp(7, 7), "a").await.unwrap(),
+            g.check_and_insert(&fp(7, 7), "a").await.unwrap(),
             GateVerdict::Kept
         );
         assert_eq!(
-            g.check_and_insert(fp(7 ^ 1, 8), "a").await.unwrap(),
+            g.check_and_insert(&fp(7 ^ 1, 8), "a").await.unwrap(),
             GateVerdict::Kept
         );
         assert_eq!(g.len(), 1);
@@ -187,12 +308,49 @@ mod tests {
     async fn distance_three_is_always_found_with_four_bands() {
         let g = MemoryGate::new(3);
         let base = 0x0f0f_f0f0_1234_abcdu64;
-        g.check_and_insert(fp(base, 1), "a").await.unwrap();
+        g.check_and_insert(&fp(base, 1), "a").await.unwrap();
         // Flip 3 bits in 3 different bands: the fourth band is equal.
         let near = base ^ (1 << 1) ^ (1 << 17) ^ (1 << 33);
         assert!(matches!(
-            g.check_and_insert(fp(near, 2), "b").await.unwrap(),
+            g.check_and_insert(&fp(near, 2), "b").await.unwrap(),
             GateVerdict::Duplicate { distance: 3, .. }
         ));
+    }
+}
+
+#[cfg(test)]
+mod min_tests {
+    use super::*;
+
+    fn page(text: &str) -> GatePage {
+        GatePage::of(text, GateMethod::MinHash)
+    }
+
+    fn words(n: usize, tag: &str) -> String {
+        (0..n).map(|i| format!("{tag}{i} ")).collect()
+    }
+
+    #[tokio::test]
+    async fn the_minhash_gate_keeps_the_first_and_names_it_for_copies() {
+        let g = MemoryMinGate::new(0.8);
+        let base = words(200, "a");
+        let near = words(196, "a") + &words(4, "b");
+        assert_eq!(g.check_and_insert(&page(&base), "one").await.unwrap(), GateVerdict::Kept);
+        match g.check_and_insert(&page(&near), "two").await.unwrap() {
+            GateVerdict::Similar { of, similarity } => {
+                assert_eq!(of, "one");
+                assert!(similarity > 0.85 && similarity <= 1.0, "{similarity}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Redelivered: itself, not a copy of anything.
+        assert_eq!(g.check_and_insert(&page(&base), "one").await.unwrap(), GateVerdict::Kept);
+        let other = words(200, "c");
+        assert_eq!(g.check_and_insert(&page(&other), "three").await.unwrap(), GateVerdict::Kept);
+        // Every page is indexed, the copy too.
+        assert_eq!(g.len(), 3);
+        // A SimHash page (no sketch) is refused, not kept.
+        let fp: GatePage = page(&base).fp.into();
+        assert!(matches!(g.check_and_insert(&fp, "four").await, Err(GateError::NoSketch)));
     }
 }

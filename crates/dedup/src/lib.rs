@@ -8,7 +8,9 @@
 //!   The same gate in Redis (one atomic Lua script per check-and-insert, so replicas that
 //!   see two near-copies at the same moment keep exactly one) is
 //!   `trawl_cluster::redis_gate`.
-//! - [`minhash`]: MinHash signatures and an LSH index for corpus-level dedup at Jaccard 0.8.
+//! - [`minhash`]: MinHash over word 5-grams: LSH bands for candidates, a b-bit sketch to
+//!   verify them; the second page gate ([`MemoryMinGate`]; in Redis
+//!   `trawl_cluster::redis_min_gate`) and the export's corpus dedup.
 
 pub mod boilerplate;
 pub mod gate;
@@ -16,5 +18,5 @@ pub mod minhash;
 pub mod simhash;
 
 pub use boilerplate::{BoilerplateConfig, HostLines};
-pub use gate::{Gate, GateError, GateVerdict, MemoryGate};
+pub use gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, MemoryGate, MemoryMinGate};
 pub use simhash::{Fingerprint, fingerprint, hamming};

@@ -1,50 +1,86 @@
-//! MinHash signatures over word 5-grams and a banded LSH index, for corpus-level dedup at
-//! Jaccard 0.8.
+//! MinHash over word 5-grams: banded LSH finds the candidates, a b-bit sketch verifies them.
 //!
-//! Bands x rows = 20 x 5 (100 hashes). A pair with Jaccard s becomes a candidate with
-//! probability 1 - (1 - s^5)^20: 0.9996 at s = 0.8 and 0.47 at s = 0.5. FineWeb's 14 x 8
-//! gives 0.92 at 0.8: it trades recall for fewer candidates. Candidates are confirmed with
-//! the signatures' estimated Jaccard, so the extra candidates cost a comparison, not a
-//! false positive; missed pairs cannot be recovered, hence the higher-recall choice.
+//! A document's shingles (its normalized word 5-grams) are hashed once with xxh3 and then
+//! by [`PERMS`] multiply-shift permutations; each permutation's minimum is one MinHash
+//! value. Two uses of those values:
+//!
+//! - **Candidates** (LSH): the first `BANDS x ROWS` = 20 x 5 values, hashed per band. A pair
+//!   with Jaccard s shares a band with probability 1 - (1 - s^5)^20: 0.9996 at s = 0.8,
+//!   0.47 at s = 0.5. FineWeb's 14 x 8 gives 0.92 at 0.8; a missed candidate cannot be
+//!   recovered, a needless one costs one comparison, hence the higher-recall choice.
+//! - **Verification**: the lowest [`BITS`] bits of all [`PERMS`] values (Li and König's
+//!   b-bit MinHash), [`SKETCH_BYTES`] bytes a document. Two values are equal with
+//!   probability J, and two different ones agree on their low b bits by chance with
+//!   probability 2^-b, so J = (P - 2^-b) / (1 - 2^-b) from the share P of equal groups.
+//!   Its standard error is sqrt(P(1-P)/K) / (1 - 2^-b): **0.015 at J = 0.8** (K = 1024,
+//!   b = 2), against 0.040 for 100 full 64-bit values, in about the same 256 bytes.
+//!   [`error_at`] gives it for any J. A candidate is a copy when its estimate reaches the
+//!   threshold plus [`MARGIN`] (1.3 standard errors at 0.8): the best of many candidates
+//!   near the threshold is the one whose estimate erred upwards, and without the margin
+//!   2% of the pages flagged on the documentation crawl were under the threshold.
+//!
+//! The index keeps every document it is shown, copies too, and a copy names the document it
+//! matched, itself possibly a copy: a family of pages that differ a little from one to the
+//! next ends up in one group, as with datatrove's and FineWeb's clusters. Only earlier
+//! documents are matched, so the links never make a cycle and each group has one first
+//! document, the one kept.
 
 use std::collections::HashMap;
 
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::simhash::words;
 
+/// Words per shingle.
+pub const NGRAM: usize = 5;
 pub const BANDS: usize = 20;
 pub const ROWS: usize = 5;
-const PERMS: usize = BANDS * ROWS;
-/// The Mersenne prime 2^61 - 1: universal hashing modulo it is fast and well mixed.
-const P: u64 = (1 << 61) - 1;
+/// MinHash values per document (the first `BANDS * ROWS` also make the bands).
+pub const PERMS: usize = 1024;
+/// Bits of each value kept in the sketch.
+pub const BITS: usize = 2;
+pub const SKETCH_BYTES: usize = PERMS * BITS / 8;
+/// The Jaccard similarity at which two documents are near-copies, unless told otherwise.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+/// What an estimate must exceed the threshold by to flag a pair (see the module's note).
+pub const MARGIN: f64 = 0.02;
 
-fn mul_mod(a: u64, b: u64) -> u64 {
-    let r = (a as u128 * b as u128) % P as u128;
-    r as u64
-}
+const _: () = assert!(BANDS * ROWS <= PERMS && 8 % BITS == 0 && BANDS <= 255);
 
-/// Hashes word n-grams into MinHash signatures with fixed, seeded permutations.
+/// Hashes word n-grams into MinHash values with fixed, seeded permutations: the same text
+/// gives the same values in every process, which the shared gate relies on.
 pub struct MinHasher {
-    a: [u64; PERMS],
-    b: [u64; PERMS],
+    a: Vec<u64>,
+    b: Vec<u64>,
     ngram: usize,
 }
 
 impl Default for MinHasher {
     fn default() -> Self {
-        Self::new(5)
+        Self::new(NGRAM)
     }
+}
+
+/// A document's MinHash: its band keys (for candidates) and its b-bit sketch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MinSketch {
+    /// One key per band: the band's [`ROWS`] values hashed with the band number as seed,
+    /// so equal keys in different bands never meet.
+    pub bands: [u64; BANDS],
+    /// [`PERMS`] groups of [`BITS`] bits, packed from the low bits of each byte.
+    pub bits: Vec<u8>,
 }
 
 impl MinHasher {
     pub fn new(ngram: usize) -> Self {
-        let mut a = [0u64; PERMS];
-        let mut b = [0u64; PERMS];
-        for i in 0..PERMS {
-            a[i] = (xxh3_64(format!("a{i}").as_bytes()) % (P - 1)) + 1;
-            b[i] = xxh3_64(format!("b{i}").as_bytes()) % P;
-        }
+        // Odd multipliers, full 64-bit: (a * x + b) >> 32 over 32-bit x is Dietzfelbinger's
+        // multiply-add-shift, 2-universal into 32 bits.
+        let a = (0..PERMS)
+            .map(|i| xxh3_64(format!("minhash-a{i}").as_bytes()) | 1)
+            .collect();
+        let b = (0..PERMS)
+            .map(|i| xxh3_64(format!("minhash-b{i}").as_bytes()))
+            .collect();
         Self {
             a,
             b,
@@ -52,14 +88,27 @@ impl MinHasher {
         }
     }
 
-    /// Hashes of the word n-grams of `text` (the shingle set).
-    pub fn shingles(&self, text: &str) -> Vec<u64> {
-        let w = words(text);
-        let mut out: Vec<u64> = if w.len() < self.ngram {
-            vec![xxh3_64(w.join(" ").as_bytes())]
+    /// The shingle hashes of `words` (each distinct n-gram once, sorted): the set whose
+    /// Jaccard similarity the sketch estimates. A text shorter than n words is one shingle.
+    pub fn shingles_of(&self, words: &[String]) -> Vec<u64> {
+        let mut out: Vec<u64> = if words.is_empty() {
+            Vec::new()
+        } else if words.len() < self.ngram {
+            vec![xxh3_64(words.join(" ").as_bytes())]
         } else {
-            w.windows(self.ngram)
-                .map(|g| xxh3_64(g.join(" ").as_bytes()))
+            let mut buf = String::new();
+            words
+                .windows(self.ngram)
+                .map(|g| {
+                    buf.clear();
+                    for (i, w) in g.iter().enumerate() {
+                        if i > 0 {
+                            buf.push(' ');
+                        }
+                        buf.push_str(w);
+                    }
+                    xxh3_64(buf.as_bytes())
+                })
                 .collect()
         };
         out.sort_unstable();
@@ -67,26 +116,107 @@ impl MinHasher {
         out
     }
 
-    pub fn signature(&self, text: &str) -> Vec<u64> {
-        let shingles = self.shingles(text);
-        let mut sig = vec![u64::MAX; PERMS];
-        for s in shingles {
-            let x = s % P;
+    /// [`Self::shingles_of`] the normalized words of `text`.
+    pub fn shingles(&self, text: &str) -> Vec<u64> {
+        self.shingles_of(&words(text))
+    }
+
+    /// The [`PERMS`] MinHash values of a shingle set (all `u32::MAX` for an empty one).
+    pub fn values(&self, shingles: &[u64]) -> Vec<u32> {
+        let mut sig = vec![u32::MAX; PERMS];
+        for &s in shingles {
+            let x = (s ^ (s >> 32)) & 0xffff_ffff;
             for ((slot, a), b) in sig.iter_mut().zip(&self.a).zip(&self.b) {
-                let h = (mul_mod(*a, x) + b) % P;
-                if h < *slot {
-                    *slot = h;
-                }
+                let h = (a.wrapping_mul(x).wrapping_add(*b) >> 32) as u32;
+                *slot = (*slot).min(h);
             }
         }
         sig
     }
+
+    /// The sketch of a shingle set.
+    pub fn sketch_of(&self, shingles: &[u64]) -> MinSketch {
+        let values = self.values(shingles);
+        let mut bands = [0u64; BANDS];
+        let mut row = [0u8; ROWS * 4];
+        for (band, key) in bands.iter_mut().enumerate() {
+            for (r, v) in values[band * ROWS..(band + 1) * ROWS].iter().enumerate() {
+                row[r * 4..r * 4 + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            *key = xxh3_64_with_seed(&row, band as u64);
+        }
+        let mut bits = vec![0u8; SKETCH_BYTES];
+        let per_byte = 8 / BITS;
+        let mask = (1u32 << BITS) - 1;
+        for (i, v) in values.iter().enumerate() {
+            bits[i / per_byte] |= ((v & mask) as u8) << ((i % per_byte) * BITS);
+        }
+        MinSketch { bands, bits }
+    }
+
+    /// The sketch of `text`'s normalized words.
+    pub fn sketch(&self, text: &str) -> MinSketch {
+        self.sketch_of(&self.shingles(text))
+    }
 }
 
-/// Fraction of equal signature positions: an unbiased estimate of the Jaccard similarity.
-pub fn estimated_jaccard(a: &[u64], b: &[u64]) -> f64 {
-    let same = a.iter().zip(b).filter(|(x, y)| x == y).count();
-    same as f64 / a.len().max(1) as f64
+/// Groups of [`BITS`] bits that differ in a byte of XORed sketches, for every byte value:
+/// the table the Redis script counts with, and the one this side uses.
+pub fn mismatch_table() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mask = (1u32 << BITS) - 1;
+    for (x, slot) in t.iter_mut().enumerate() {
+        *slot = (0..8 / BITS)
+            .filter(|g| (x as u32 >> (g * BITS)) & mask != 0)
+            .count() as u8;
+    }
+    t
+}
+
+static MISMATCH: std::sync::LazyLock<[u8; 256]> = std::sync::LazyLock::new(mismatch_table);
+
+/// Equal groups of two sketches, or `None` as soon as fewer than `need` can be equal (the
+/// comparison stops there: a candidate far below the threshold costs a few bytes).
+pub fn matches_at_least(a: &[u8], b: &[u8], need: u32) -> Option<u32> {
+    let allowed = (PERMS as u32).saturating_sub(need);
+    let mut mismatches = 0u32;
+    for (ca, cb) in a.chunks(32).zip(b.chunks(32)) {
+        for (x, y) in ca.iter().zip(cb) {
+            mismatches += MISMATCH[(x ^ y) as usize] as u32;
+        }
+        if mismatches > allowed {
+            return None;
+        }
+    }
+    Some(PERMS as u32 - mismatches)
+}
+
+/// The Jaccard estimate for `matches` equal groups of [`PERMS`].
+pub fn estimate(matches: u32) -> f64 {
+    let chance = 1.0 / (1u32 << BITS) as f64;
+    let p = matches as f64 / PERMS as f64;
+    ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+}
+
+/// The fewest equal groups whose estimate reaches `threshold`.
+pub fn matches_needed(threshold: f64) -> u32 {
+    let chance = 1.0 / (1u32 << BITS) as f64;
+    let p = threshold.clamp(0.0, 1.0) * (1.0 - chance) + chance;
+    // The smallest count whose estimate is at least the threshold, with a tolerance for the
+    // rounding of the product (a count exactly at the threshold qualifies).
+    (p * PERMS as f64 - 1e-9).ceil().max(0.0) as u32
+}
+
+/// The standard error of the estimate at true similarity `j`.
+pub fn error_at(j: f64) -> f64 {
+    let chance = 1.0 / (1u32 << BITS) as f64;
+    let p = j * (1.0 - chance) + chance;
+    (p * (1.0 - p) / PERMS as f64).sqrt() / (1.0 - chance)
+}
+
+/// The estimated Jaccard similarity of two sketches.
+pub fn similarity(a: &MinSketch, b: &MinSketch) -> f64 {
+    estimate(matches_at_least(&a.bits, &b.bits, 0).unwrap_or(0))
 }
 
 /// Exact Jaccard similarity of two sorted, deduplicated shingle sets.
@@ -111,66 +241,119 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     }
 }
 
-/// An LSH index of signatures; `insert_or_match` keeps the first of each group.
+const NONE: u32 = u32::MAX;
+
+/// An LSH index of sketches. Buckets are chains through the documents: a map from band key
+/// to the newest document in it, and per document and band the next older one, so a
+/// document costs [`SKETCH_BYTES`] + 4 bytes a band + one map entry a band, plus its id.
+/// Every document shown is indexed, copies too (see the module's note on groups).
 #[derive(Default)]
 pub struct LshIndex {
-    buckets: HashMap<(u8, u64), Vec<u32>>,
-    sigs: Vec<(Vec<u64>, String)>,
-    threshold: f64,
+    heads: HashMap<u64, u32>,
+    next: Vec<[u32; BANDS]>,
+    sketches: Vec<u8>,
+    ids: Vec<String>,
+    need: u32,
+}
+
+/// A document of the index that matched: its id and the estimated Jaccard similarity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    pub id: String,
+    pub similarity: f64,
+}
+
+/// The verified candidates of a sketch: (document, equal groups), in index order.
+fn verified(index: &LshIndex, sk: &MinSketch) -> Vec<(u32, u32)> {
+    let mut checked: Vec<u32> = Vec::new();
+    let mut passed = Vec::new();
+    for (band, key) in sk.bands.iter().enumerate() {
+        let mut at = index.heads.get(key).copied().unwrap_or(NONE);
+        while at != NONE {
+            let doc = at;
+            at = index.next[doc as usize][band];
+            if checked.contains(&doc) {
+                continue;
+            }
+            checked.push(doc);
+            let start = doc as usize * SKETCH_BYTES;
+            let other = &index.sketches[start..start + SKETCH_BYTES];
+            if let Some(m) = matches_at_least(&sk.bits, other, index.need) {
+                passed.push((doc, m));
+            }
+        }
+    }
+    passed.sort_unstable();
+    passed
+}
+
+/// The document to name among verified candidates: the most similar, the oldest among
+/// equals.
+pub fn best_of(passed: impl IntoIterator<Item = (u32, u32)>) -> Option<(u32, u32)> {
+    passed
+        .into_iter()
+        .fold(None, |best: Option<(u32, u32)>, (doc, m)| match best {
+            Some((bd, bm)) if bm > m || (bm == m && bd < doc) => best,
+            _ => Some((doc, m)),
+        })
 }
 
 impl LshIndex {
+    /// Matches are documents whose estimated Jaccard similarity reaches `threshold` (plus
+    /// [`MARGIN`]).
     pub fn new(threshold: f64) -> Self {
         Self {
-            threshold,
+            need: matches_needed((threshold + MARGIN).min(1.0)),
             ..Self::default()
         }
     }
 
-    fn band_keys(sig: &[u64]) -> impl Iterator<Item = (u8, u64)> + '_ {
-        sig.chunks(ROWS).enumerate().map(|(band, rows)| {
-            let mut bytes = Vec::with_capacity(ROWS * 8);
-            for r in rows {
-                bytes.extend_from_slice(&r.to_le_bytes());
-            }
-            (band as u8, xxh3_64(&bytes))
-        })
+    /// The indexed document most similar to `sk`, if any reaches the threshold.
+    pub fn query(&self, sk: &MinSketch) -> Option<Match> {
+        best_of(verified(self, sk)).map(|(doc, m)| self.matched(doc, m))
     }
 
-    /// The id of an indexed document whose estimated Jaccard with `sig` reaches the
-    /// threshold, if any (the most similar one).
-    pub fn query(&self, sig: &[u64]) -> Option<(&str, f64)> {
-        let mut best: Option<(u32, f64)> = None;
-        for key in Self::band_keys(sig) {
-            for &i in self.buckets.get(&key).into_iter().flatten() {
-                let j = estimated_jaccard(sig, &self.sigs[i as usize].0);
-                if j >= self.threshold && best.is_none_or(|(_, bj)| j > bj) {
-                    best = Some((i, j));
-                }
-            }
+    fn matched(&self, doc: u32, m: u32) -> Match {
+        Match {
+            id: self.ids[doc as usize].clone(),
+            similarity: estimate(m),
         }
-        best.map(|(i, j)| (self.sigs[i as usize].1.as_str(), j))
     }
 
-    /// Returns the match if there is one; otherwise indexes `sig` under `id`.
-    pub fn insert_or_match(&mut self, sig: Vec<u64>, id: &str) -> Option<(String, f64)> {
-        if let Some((of, j)) = self.query(&sig) {
-            return Some((of.to_string(), j));
+    /// Indexes `sk` under `id` without looking for matches.
+    pub fn insert(&mut self, sk: &MinSketch, id: &str) {
+        let doc = self.ids.len() as u32;
+        let mut links = [NONE; BANDS];
+        for (band, key) in sk.bands.iter().enumerate() {
+            links[band] = self.heads.insert(*key, doc).unwrap_or(NONE);
         }
-        let idx = self.sigs.len() as u32;
-        for key in Self::band_keys(&sig) {
-            self.buckets.entry(key).or_default().push(idx);
+        self.next.push(links);
+        self.sketches.extend_from_slice(&sk.bits);
+        self.ids.push(id.to_string());
+    }
+
+    /// The document `id` copies, if any, and `id` indexed. Shown again (a redelivery),
+    /// `id` is matched only against the documents indexed before it was, so the answer is
+    /// the same as the first time and it is not indexed twice.
+    pub fn check_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
+        let passed = verified(self, sk);
+        let own = passed
+            .iter()
+            .map(|(doc, _)| *doc)
+            .find(|doc| self.ids[*doc as usize] == id);
+        let best = best_of(passed.into_iter().filter(|(doc, _)| own.is_none_or(|o| *doc < o)));
+        if own.is_none() {
+            self.insert(sk, id);
         }
-        self.sigs.push((sig, id.to_string()));
-        None
+        best.map(|(doc, m)| self.matched(doc, m))
     }
 
     pub fn len(&self) -> usize {
-        self.sigs.len()
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.sigs.is_empty()
+        self.ids.is_empty()
     }
 }
 
@@ -178,19 +361,97 @@ impl LshIndex {
 mod tests {
     use super::*;
 
+    fn text(n: usize, tag: &str) -> String {
+        (0..n)
+            .map(|i| format!("{tag}{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     #[test]
     fn estimate_tracks_exact_jaccard() {
         let h = MinHasher::default();
-        let base: Vec<String> = (0..400).map(|i| format!("word{i}")).collect();
-        let a = base.join(" ");
-        let b = base[..360].join(" ")
-            + " "
-            + &(0..40)
-                .map(|i| format!("other{i}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-        let exact = jaccard(&h.shingles(&a), &h.shingles(&b));
-        let est = estimated_jaccard(&h.signature(&a), &h.signature(&b));
-        assert!((exact - est).abs() < 0.12, "exact {exact} estimate {est}");
+        let a = text(400, "word");
+        for keep in [400usize, 380, 360, 320, 250] {
+            let b = text(keep, "word") + " " + &text(400 - keep, "other");
+            let exact = jaccard(&h.shingles(&a), &h.shingles(&b));
+            let est = similarity(&h.sketch(&a), &h.sketch(&b));
+            // Four standard errors: a failure here is a broken estimator, not bad luck.
+            assert!(
+                (exact - est).abs() < 4.0 * error_at(exact) + 1e-9,
+                "exact {exact} estimate {est}"
+            );
+        }
+    }
+
+    #[test]
+    fn thresholds_and_counts_agree() {
+        for t in [0.0, 0.5, 0.8, 0.9, 1.0] {
+            let need = matches_needed(t);
+            assert!(estimate(need) >= t - 1e-12, "{t}: {need}");
+            // (At 0 every count qualifies: the estimate is clamped at 0.)
+            if t > 0.0 {
+                assert!(estimate(need - 1) < t, "{t}: {need}");
+            }
+        }
+        // P = 0.8 * 3/4 + 1/4 = 0.85 of 1024 groups: 870.4, so 871.
+        assert_eq!(matches_needed(0.8), 871);
+        assert!((error_at(0.8) - 0.0149).abs() < 0.001, "{}", error_at(0.8));
+    }
+
+    #[test]
+    fn the_comparison_stops_only_below_the_need() {
+        let h = MinHasher::default();
+        let (a, b) = (h.sketch(&text(300, "x")), h.sketch(&text(300, "y")));
+        let all = matches_at_least(&a.bits, &b.bits, 0).unwrap();
+        assert_eq!(matches_at_least(&a.bits, &b.bits, all), Some(all));
+        assert_eq!(matches_at_least(&a.bits, &b.bits, all + 1), None);
+        assert_eq!(matches_at_least(&a.bits, &a.bits, PERMS as u32), Some(PERMS as u32));
+    }
+
+    #[test]
+    fn the_index_keeps_the_first_and_matches_copies() {
+        let h = MinHasher::default();
+        let mut idx = LshIndex::new(0.8);
+        let base = text(300, "w");
+        let near = text(290, "w") + " " + &text(10, "z");
+        assert!(idx.check_and_insert(&h.sketch(&base), "a").is_none());
+        let m = idx.check_and_insert(&h.sketch(&near), "b").expect("a near copy");
+        assert_eq!(m.id, "a");
+        assert!(m.similarity > 0.85, "{m:?}");
+        assert!(idx.check_and_insert(&h.sketch(&text(300, "v")), "c").is_none());
+        // Copies are indexed too.
+        assert_eq!(idx.len(), 3);
+        // Shown again, each gets its first answer and is not indexed twice.
+        assert!(idx.check_and_insert(&h.sketch(&base), "a").is_none());
+        assert_eq!(idx.check_and_insert(&h.sketch(&near), "b").unwrap().id, "a");
+        assert_eq!(idx.len(), 3);
+        // Short texts: one shingle each, equal or not.
+        assert!(idx.check_and_insert(&h.sketch("two words"), "d").is_none());
+        assert_eq!(idx.check_and_insert(&h.sketch("Two, words!"), "e").unwrap().id, "d");
+        assert!(h.shingles("").is_empty());
+    }
+
+    #[test]
+    fn a_family_that_drifts_is_one_group_linked_to_earlier_pages() {
+        // Each page changes 3 words of the one before: neighbours are near-copies, the
+        // ends of the chain are not.
+        let h = MinHasher::default();
+        let mut idx = LshIndex::new(0.8);
+        let mut words: Vec<String> = (0..400).map(|i| format!("w{i}")).collect();
+        let mut named = Vec::new();
+        for step in 0..12 {
+            for k in 0..3 {
+                words[(step * 31 + k * 127) % 400] = format!("s{step}k{k}");
+            }
+            let m = idx.check_and_insert(&h.sketch(&words.join(" ")), &format!("p{step}"));
+            named.push(m.map(|m| m.id));
+        }
+        assert_eq!(named[0], None);
+        for (step, of) in named.iter().enumerate().skip(1) {
+            let of = of.as_deref().expect("each page copies an earlier one");
+            let n: usize = of[1..].parse().unwrap();
+            assert!(n < step, "p{step} names p{n}");
+        }
     }
 }

@@ -87,10 +87,14 @@ pub fn simhash_with(words: &[String], features: Features) -> u64 {
 
 /// Fingerprint of a document's text.
 pub fn fingerprint(text: &str) -> Fingerprint {
-    let w = words(text);
+    fingerprint_words(&words(text))
+}
+
+/// Fingerprint of a document's normalized [`words`].
+pub fn fingerprint_words(w: &[String]) -> Fingerprint {
     let joined = w.join(" ");
     Fingerprint {
-        simhash: simhash_words(&w),
+        simhash: simhash_words(w),
         exact: xxh3_128(joined.as_bytes()),
     }
 }

@@ -34,8 +34,8 @@ fn recall_at_jaccard_point_eight_and_above() {
         let exact = jaccard(&h.shingles(&a), &h.shingles(&b));
         // A fresh index per pair: the question is whether this pair is caught.
         let mut idx = LshIndex::new(0.75);
-        idx.insert_or_match(h.signature(&a), "a");
-        let hit = idx.insert_or_match(h.signature(&b), "b").is_some();
+        idx.check_and_insert(&h.sketch(&a), "a");
+        let hit = idx.check_and_insert(&h.sketch(&b), "b").is_some();
         if exact >= 0.8 {
             pairs += 1;
             found += usize::from(hit);

@@ -19,6 +19,8 @@ pub struct KeptPage {
     pub final_url: String,
     pub simhash: u64,
     pub text_hash: u128,
+    /// Where its line starts in `pages.jsonl` (the MinHash gate makes its sketch again).
+    pub page_offset: Option<u64>,
 }
 
 /// Everything a resumed crawl starts from.
@@ -98,7 +100,8 @@ fn read(conn: &Connection, crawl: &str) -> StoreResult<Resume> {
         ..Resume::default()
     };
     let mut rows = conn.prepare(
-        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, duplicate_of
+        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, duplicate_of,
+                page_offset
          FROM urls",
     )?;
     let mut it = rows.query([])?;
@@ -163,6 +166,7 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
     let simhash: Option<String> = row.get(6)?;
     let text_hash: Option<String> = row.get(7)?;
     let duplicate_of: Option<String> = row.get(8)?;
+    let page_offset: Option<i64> = row.get(9)?;
     let parsed = match (final_url, simhash, text_hash, duplicate_of) {
         (Some(f), Some(s), Some(t), None) => u64::from_str_radix(&s, 16)
             .ok()
@@ -171,6 +175,7 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
                 final_url: f,
                 simhash,
                 text_hash,
+                page_offset: page_offset.and_then(|o| u64::try_from(o).ok()),
             }),
         _ => None,
     };
@@ -276,6 +281,7 @@ mod tests {
                 final_url: "http://a.test/x".into(),
                 simhash: 0xff,
                 text_hash: 42,
+                page_offset: Some(0),
             }]
         );
         // The second run is counted.

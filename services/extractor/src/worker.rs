@@ -11,7 +11,7 @@ use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::settings::CrawlSettings;
 use trawl_core::{CoreError, Discovered, Doc, FetchFailure, Fetched, MESSAGE_VERSION, RefineJob};
-use trawl_dedup::{Fingerprint, Gate, GateVerdict, HostLines, fingerprint};
+use trawl_dedup::{Gate, GateMethod, GatePage, GateVerdict, HostLines};
 
 use trawl_core::render::{RenderInfo, RenderMode};
 
@@ -285,8 +285,14 @@ pub async fn extract_and_publish(
         }
         _ => false,
     };
+    // The sketch a MinHash gate compares is made here, on the blocking pool, with the rest.
+    let method = cfg
+        .dedup
+        .gate
+        .as_ref()
+        .map_or(GateMethod::SimHash, |g| g.method());
     let task = tokio::task::spawn_blocking(move || {
-        let r = extract_one(&msg, boiler.as_deref(), keep, rule, to_browser);
+        let r = extract_one(&msg, boiler.as_deref(), keep, rule, to_browser, method);
         (r, msg)
     })
     .await;
@@ -328,12 +334,12 @@ pub async fn extract_and_publish(
 /// copies a page kept before, then its record.
 pub async fn publish_outputs(
     mut processed: Processed,
-    fp: Option<Fingerprint>,
+    fp: Option<GatePage>,
     cfg: &ExtractorConfig,
     out: &Outputs,
 ) -> Result<(), CoreError> {
     if let (Some(gate), Some(fp)) = (&cfg.dedup.gate, fp) {
-        mark_duplicate(&**gate, fp, &mut processed.doc).await?;
+        mark_duplicate(&**gate, &fp, &mut processed.doc).await?;
     }
     if let Some(disc) = processed.discovered {
         let parts = match cfg.max_message_bytes {
@@ -373,7 +379,8 @@ fn extract_one(
     keep: Keep,
     rule: Option<(RenderMode, usize)>,
     to_browser: bool,
-) -> (Processed, Option<Fingerprint>) {
+    method: GateMethod,
+) -> (Processed, Option<GatePage>) {
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }
@@ -405,10 +412,10 @@ fn extract_one(
     if p.doc.page.text.is_empty() {
         return (p, None);
     }
-    let fp = fingerprint(&p.doc.page.text);
-    p.doc.page.simhash = Some(format!("{:016x}", fp.simhash));
-    p.doc.page.text_hash = Some(format!("{:032x}", fp.exact));
-    (p, Some(fp))
+    let page = GatePage::of(&p.doc.page.text, method);
+    p.doc.page.simhash = Some(format!("{:016x}", page.fp.simhash));
+    p.doc.page.text_hash = Some(format!("{:032x}", page.fp.exact));
+    (p, Some(page))
 }
 
 /// The refiner's job for a page: its markup (the browser's DOM for a rendered page) and
@@ -445,7 +452,7 @@ pub fn failed_record(mut page: Fetched, why: &str, attempts: u32) -> Doc {
 
 /// The gate after extraction, before indexing: the first copy is kept, later ones are
 /// recorded as aliases of it (`duplicate_of`) and not indexed again.
-async fn mark_duplicate(gate: &dyn Gate, fp: Fingerprint, doc: &mut Doc) -> Result<(), CoreError> {
+async fn mark_duplicate(gate: &dyn Gate, fp: &GatePage, doc: &mut Doc) -> Result<(), CoreError> {
     let page = &mut doc.page;
     match gate
         .check_and_insert(fp, &page.final_url)
@@ -456,6 +463,10 @@ async fn mark_duplicate(gate: &dyn Gate, fp: Fingerprint, doc: &mut Doc) -> Resu
         GateVerdict::Duplicate { of, distance } => {
             page.duplicate_of = Some(of);
             page.distance = Some(distance);
+        }
+        GateVerdict::Similar { of, similarity } => {
+            page.duplicate_of = Some(of);
+            page.similarity = Some(similarity);
         }
     }
     Ok(())

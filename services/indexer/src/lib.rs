@@ -210,14 +210,14 @@ pub async fn count_page(state: &dyn State, page: &PageRecord) -> Result<(), Core
         let by = Counter::PagesByChange(c.status.as_str().to_string());
         state.count(&by, 1).await?;
     }
-    match page.distance {
-        Some(0) => {
+    match (page.distance, page.similarity) {
+        (Some(0), _) => {
             state.count(&Counter::DuplicatesExact, 1).await?;
         }
-        Some(_) => {
+        (Some(_), _) | (None, Some(_)) => {
             state.count(&Counter::DuplicatesNear, 1).await?;
         }
-        None => {}
+        (None, None) => {}
     }
     if page.links_dropped > 0 {
         let n = i64::from(page.links_dropped);

@@ -30,6 +30,51 @@ use clap::ArgAction;
 /// The SimHash distance under which a page is a near-copy of one kept before.
 pub const DEFAULT_DEDUP_DISTANCE: u32 = 2;
 
+/// The estimated word 5-gram Jaccard similarity at which the MinHash gate calls a page a
+/// near-copy of one kept before.
+pub const DEFAULT_DEDUP_SIMILARITY: f64 = 0.8;
+
+/// Which page gate finds near-duplicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DedupMethod {
+    /// 64-bit SimHash within `dedup_distance` bits: about 60 bytes a kept page.
+    #[default]
+    Simhash,
+    /// MinHash-LSH over word 5-grams, candidates verified at `dedup_similarity`: finds
+    /// near-copies SimHash misses on short pages, at about 10 times its memory a kept page.
+    Minhash,
+}
+
+impl std::str::FromStr for DedupMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "simhash" => Ok(Self::Simhash),
+            "minhash" => Ok(Self::Minhash),
+            other => Err(format!(
+                "unknown dedup method {other:?}: expected simhash or minhash"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for DedupMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Simhash => "simhash",
+            Self::Minhash => "minhash",
+        })
+    }
+}
+
+/// The page gate a crawl runs, from its settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PageGate {
+    SimHash { distance: u32 },
+    MinHash { similarity: f64 },
+}
+
 /// Everything a process of trawl is configured with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -114,6 +159,14 @@ pub struct CrawlSettings {
     /// index finds every match up to 3.
     #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u32).range(0..=3)))]
     pub dedup_distance: u32,
+    /// The page gate: `simhash` (the default; `--dedup-distance`) or `minhash` (word
+    /// 5-gram MinHash-LSH, `--dedup-similarity`; more memory a page, finds more copies).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "METHOD"))]
+    pub dedup_method: DedupMethod,
+    /// With `--dedup-method minhash`: pages whose estimated word 5-gram Jaccard similarity
+    /// with a page already kept reaches this are near-duplicates (0.5 to 1).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "JACCARD"))]
+    pub dedup_similarity: f64,
     /// A line (paragraph) seen on this many earlier pages of a host is that host's
     /// boilerplate and is dropped from later pages before fingerprinting (0, the default:
     /// keep all). Off by default: pages fingerprinted before a line is known keep it, so a
@@ -236,6 +289,8 @@ impl Default for CrawlSettings {
             strip_params: Vec::new(),
             dedup: true,
             dedup_distance: DEFAULT_DEDUP_DISTANCE,
+            dedup_method: DedupMethod::Simhash,
+            dedup_similarity: DEFAULT_DEDUP_SIMILARITY,
             boilerplate_min_pages: 0,
             webhook_url: None,
             webhook_tries: 6,
@@ -313,6 +368,18 @@ impl CrawlSettings {
         self.dedup.then_some(self.dedup_distance)
     }
 
+    /// The page gate, `None` when dedup is off.
+    pub fn page_gate(&self) -> Option<PageGate> {
+        self.dedup.then_some(match self.dedup_method {
+            DedupMethod::Simhash => PageGate::SimHash {
+                distance: self.dedup_distance,
+            },
+            DedupMethod::Minhash => PageGate::MinHash {
+                similarity: self.dedup_similarity,
+            },
+        })
+    }
+
     /// The include and exclude patterns of links, compiled.
     pub fn path_filter(&self) -> Result<PathFilter, SettingsError> {
         PathFilter::with_prefix(
@@ -336,6 +403,12 @@ impl CrawlSettings {
             return Err(SettingsError::Invalid(
                 "dedup_distance must be at most 3".into(),
             ));
+        }
+        if !(0.5..=1.0).contains(&self.dedup_similarity) {
+            return Err(SettingsError::Invalid(format!(
+                "dedup_similarity must be between 0.5 and 1 (got {})",
+                self.dedup_similarity
+            )));
         }
         let (min, start, max) = (self.revisit_min_s, self.revisit_start_s, self.revisit_max_s);
         if min == 0 || min > start || start > max {
