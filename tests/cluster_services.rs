@@ -681,3 +681,65 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     assert_eq!(site.started("slow"), 2);
     stack.stop().await;
 }
+
+/// `trawl submit --dedup-method minhash`: the services' extractors share the MinHash gate in
+/// Redis. Of the three versions of one article, crawled by two extractors at once, exactly
+/// one is kept and the others name a page of their group with their similarity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_services_share_the_minhash_gate() {
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let stack = Stack::start(&paths, &[]);
+    let group = ["/dup/original", "/dup/copy", "/dup/near"];
+    let seeds: Vec<String> = group
+        .iter()
+        .chain(&["/dup/other"])
+        .map(|p| site.url(p))
+        .collect();
+    let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    args.extend([
+        "--allow-private",
+        "--delay",
+        "0",
+        "--max-depth",
+        "0",
+        "--dedup-method",
+        "minhash",
+    ]);
+    let report = stack.submit(&args).await.unwrap();
+    assert_eq!(report["drained"], true, "{report}");
+    let lines = all_lines(stack.out.path());
+    assert_eq!(lines.len(), 4, "{report}");
+    let line = |p: &str| {
+        lines
+            .iter()
+            .find(|l| l["url"].as_str().unwrap().ends_with(p))
+            .unwrap_or_else(|| panic!("no line for {p}"))
+    };
+    let kept: Vec<&str> = group
+        .iter()
+        .copied()
+        .filter(|p| line(p)["duplicate_of"].is_null())
+        .collect();
+    assert_eq!(kept.len(), 1, "one of the group kept: {kept:?}");
+    for p in group.iter().filter(|p| **p != kept[0]) {
+        let l = line(p);
+        let of = l["duplicate_of"].as_str().unwrap();
+        assert!(
+            group.iter().any(|g| of.ends_with(g)) && !of.ends_with(p),
+            "{l}"
+        );
+        let s = l["similarity"].as_f64().unwrap();
+        assert!((0.93..=1.0).contains(&s), "{l}");
+        assert!(l["distance"].is_null(), "{l}");
+    }
+    assert!(line("/dup/other")["duplicate_of"].is_null());
+    stack.stop().await;
+}

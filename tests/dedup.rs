@@ -64,6 +64,52 @@ async fn copies_point_at_the_first_page_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_minhash_gate_names_copies_with_their_similarity() {
+    let site = TestSite::start(SiteConfig {
+        robots: Robots::Status(404),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&seeds(&site), out.path());
+    o.crawl.max_depth = 0;
+    o.concurrency = 1;
+    o.crawl.delay_ms = 150;
+    o.crawl.dedup_method = trawl_core::settings::DedupMethod::Minhash;
+    let (rep, _) = trawl::crawl(o).await.unwrap();
+    let pages = pages(out.path());
+    let original = page(&pages, "/dup/original");
+    assert!(original["duplicate_of"].is_null(), "{original}");
+    // The copy's text is the original's (the aside is chrome): every group of the sketch is
+    // equal. One word of 400 changed breaks 5 of ~396 5-grams: Jaccard about 0.975.
+    let copy = page(&pages, "/dup/copy");
+    assert!(
+        copy["duplicate_of"]
+            .as_str()
+            .unwrap()
+            .ends_with("/dup/original"),
+        "{copy}"
+    );
+    assert_eq!(copy["similarity"].as_f64().unwrap(), 1.0, "{copy}");
+    assert!(copy["distance"].is_null(), "{copy}");
+    let near = page(&pages, "/dup/near");
+    let of = near["duplicate_of"].as_str().unwrap();
+    assert!(
+        of.ends_with("/dup/original") || of.ends_with("/dup/copy"),
+        "{near}"
+    );
+    let s = near["similarity"].as_f64().unwrap();
+    assert!(
+        (0.93..1.0).contains(&s),
+        "one word in 400 changed: estimate {s}"
+    );
+    assert!(page(&pages, "/dup/other")["duplicate_of"].is_null());
+    assert_eq!(rep.duplicates.near, 2);
+    assert_eq!(report(out.path())["duplicates"]["near"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_dedup_keeps_everything() {
     let site = TestSite::start(SiteConfig {
         robots: Robots::Status(404),

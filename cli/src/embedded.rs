@@ -504,7 +504,7 @@ impl Pipeline {
             .unwrap_or(1);
         let queues = MemoryHops::new(opts.concurrency, &tracker, &journal, first_id);
         let hops = queues.hops();
-        let gate = s.page_gate().map(EmbeddedGate::new);
+        let gate = s.page_gate().map(crate::page_gate::EmbeddedGate::new);
         if let Some(r) = &resume {
             restore(r, s, &memory, gate.as_ref(), &opts.out).await?;
         }
@@ -536,7 +536,7 @@ impl Pipeline {
             .max(2);
         // One in-memory gate for all extractors; a page whose extraction keeps failing is
         // written after 3 tries.
-        let gate = gate.map(EmbeddedGate::shared);
+        let gate = gate.map(crate::page_gate::EmbeddedGate::shared);
         let mut cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
         let renderer = start_renderer(opts, plan, &state, warc.as_ref(), &mut cfg)?;
         if let Some(r) = &renderer {
@@ -794,7 +794,7 @@ async fn restore(
     r: &Resume,
     s: &trawl_core::settings::CrawlSettings,
     memory: &MemoryState,
-    gate: Option<&EmbeddedGate>,
+    gate: Option<&crate::page_gate::EmbeddedGate>,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     memory.restore_seen(r.seen.iter().copied());
@@ -897,71 +897,5 @@ fn early_exit(r: Result<(), String>) -> anyhow::Error {
     match r {
         Ok(()) => anyhow::anyhow!("a pipeline task stopped unexpectedly"),
         Err(e) => anyhow::anyhow!(e),
-    }
-}
-
-/// The embedded runtime's page gate, of the crawl's method.
-enum EmbeddedGate {
-    SimHash(Arc<trawl_dedup::MemoryGate>),
-    MinHash(Arc<trawl_dedup::MemoryMinGate>),
-}
-
-impl EmbeddedGate {
-    fn new(g: trawl_core::settings::PageGate) -> Self {
-        use trawl_core::settings::PageGate;
-        match g {
-            PageGate::SimHash { distance } => {
-                Self::SimHash(Arc::new(trawl_dedup::MemoryGate::new(distance)))
-            }
-            PageGate::MinHash { similarity } => {
-                Self::MinHash(Arc::new(trawl_dedup::MemoryMinGate::new(similarity)))
-            }
-        }
-    }
-
-    fn shared(self) -> Arc<dyn trawl_dedup::Gate> {
-        match self {
-            Self::SimHash(g) => g,
-            Self::MinHash(g) => g,
-        }
-    }
-
-    /// Puts back the pages a resumed crawl kept: their fingerprints from the store, or
-    /// for MinHash their sketches, made again from their text in `pages.jsonl`.
-    fn restore(&self, kept: &[trawl_store::resume::KeptPage], pages: &std::path::Path) -> anyhow::Result<()> {
-        match self {
-            Self::SimHash(g) => {
-                for k in kept {
-                    let fp = trawl_dedup::Fingerprint {
-                        simhash: k.simhash,
-                        exact: k.text_hash,
-                    };
-                    g.check_and_insert_sync(fp, &k.final_url);
-                }
-            }
-            Self::MinHash(g) => {
-                use std::io::{BufRead, Seek};
-                let mut file = std::io::BufReader::new(std::fs::File::open(pages)?);
-                let mut line = String::new();
-                for k in kept {
-                    let Some(offset) = k.page_offset else { continue };
-                    file.seek(std::io::SeekFrom::Start(offset))?;
-                    line.clear();
-                    file.read_line(&mut line)?;
-                    let rec: trawl_core::PageRecord = match serde_json::from_str(&line) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            tracing::warn!(url = %k.final_url, "not restored to the gate: {e}");
-                            continue;
-                        }
-                    };
-                    let page = trawl_dedup::GatePage::of(&rec.text, trawl_dedup::GateMethod::MinHash);
-                    if let Some(sk) = &page.minhash {
-                        g.check_and_insert_sync(sk, &k.final_url);
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 }

@@ -9,6 +9,7 @@ pub mod extract;
 pub mod index;
 pub mod map;
 pub mod options;
+pub mod page_gate;
 pub mod progress;
 pub mod refine;
 pub mod report;

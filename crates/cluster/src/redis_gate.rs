@@ -117,11 +117,7 @@ impl RedisGate {
 
 #[async_trait]
 impl Gate for RedisGate {
-    async fn check_and_insert(
-        &self,
-        page: &GatePage,
-        id: &str,
-    ) -> Result<GateVerdict, GateError> {
+    async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let fp: Fingerprint = page.fp;
         let b = self.banding.bands(fp.simhash);
         let digest = fp.exact.to_be_bytes();

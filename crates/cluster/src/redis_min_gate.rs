@@ -20,9 +20,7 @@ use redis::aio::ConnectionManager;
 
 use crate::redis_conn::Within;
 use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, unless_self};
-use trawl_dedup::minhash::{
-    MARGIN, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table,
-};
+use trawl_dedup::minhash::{MARGIN, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table};
 
 fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
@@ -36,10 +34,10 @@ local id, sk, need, prefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local mism = {MISMATCH}
 local len, perms = SKLEN, PERMS
 local allowed = perms - need
-local own = {string.byte(sk, 1, len)}
-local seen, cands = {}, {}
+local seen, cands, buckets = {}, {}, {}
 for k = 2, #KEYS do
   local v = redis.call('HGET', KEYS[k], ARGV[3 + k])
+  buckets[k] = v or ''
   if v then
     for off = 1, #v, 4 do
       local a, b, c, d = string.byte(v, off, off + 3)
@@ -50,7 +48,9 @@ for k = 2, #KEYS do
 end
 table.sort(cands)
 -- Verified candidates in index order, and this page's own entry if it is a redelivery.
+-- (The sketch's bytes are unpacked only when there is a candidate: most pages have none.)
 local passed, self = {}, nil
+local own = #cands > 0 and {string.byte(sk, 1, len)} or nil
 for _, n in ipairs(cands) do
   local group = math.floor(n / 128)
   local at = (n % 128) * len
@@ -87,10 +87,9 @@ redis.call('SETRANGE', prefix .. 's:' .. group, (n % 128) * len, sk)
 redis.call('HSET', prefix .. 'i:' .. group, n % 128, id)
 local packed = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
   math.floor(n / 256) % 256, n % 256)
+-- The buckets as read above: the script runs alone, nothing changed them since.
 for k = 2, #KEYS do
-  local field = ARGV[3 + k]
-  local old = redis.call('HGET', KEYS[k], field) or ''
-  redis.call('HSET', KEYS[k], field, old .. packed)
+  redis.call('HSET', KEYS[k], ARGV[3 + k], buckets[k] .. packed)
 end
 if best then return {best[3], best[2]} end
 return {'', -1}
@@ -145,11 +144,7 @@ impl Gate for RedisMinGate {
         GateMethod::MinHash
     }
 
-    async fn check_and_insert(
-        &self,
-        page: &GatePage,
-        id: &str,
-    ) -> Result<GateVerdict, GateError> {
+    async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
         let mut inv = self.script.prepare_invoke();
         inv.key(format!("{}n", self.prefix));

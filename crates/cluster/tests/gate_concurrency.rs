@@ -57,7 +57,9 @@ fn text_groups() -> Vec<Vec<GatePage>> {
     let mut rng = Rng::new(43);
     (0..GROUPS)
         .map(|_| {
-            let base: Vec<String> = (0..300).map(|_| format!("w{}", rng.below(50_000))).collect();
+            let base: Vec<String> = (0..300)
+                .map(|_| format!("w{}", rng.below(50_000)))
+                .collect();
             (0..4)
                 .map(|m| {
                     let mut words = base.clone();
@@ -151,7 +153,13 @@ async fn redis_gate(method: GateMethod, crawl: &str) -> Option<Arc<dyn Gate>> {
 
 async fn clear(method: GateMethod, crawl: &str) {
     match method {
-        GateMethod::SimHash => RedisGate::connect(REDIS, crawl, 2).await.unwrap().clear().await,
+        GateMethod::SimHash => {
+            RedisGate::connect(REDIS, crawl, 2)
+                .await
+                .unwrap()
+                .clear()
+                .await
+        }
         GateMethod::MinHash => {
             let g = RedisMinGate::connect(REDIS, crawl, 0.8).await.unwrap();
             g.clear().await
@@ -245,7 +253,11 @@ fn redis_minhash_gate_keeps_exactly_one_per_group_across_processes() {
 }
 
 fn across_processes(method: GateMethod, name: &str) {
-    let crawl = format!("mp-{}-{}-{name}", std::process::id(), trawl_core::clock::now_ms());
+    let crawl = format!(
+        "mp-{}-{}-{name}",
+        std::process::id(),
+        trawl_core::clock::now_ms()
+    );
     // One runtime for the probe and the cleanup: the connection lives on it.
     let rt = tokio::runtime::Runtime::new().unwrap();
     if rt.block_on(redis_gate(method, &crawl)).is_none() {
@@ -301,7 +313,9 @@ fn drifting_pages() -> Vec<(String, GatePage)> {
     let mut rng = Rng::new(44);
     let mut out = Vec::new();
     for family in 0..12 {
-        let mut words: Vec<String> = (0..150).map(|_| format!("w{}", rng.below(50_000))).collect();
+        let mut words: Vec<String> = (0..150)
+            .map(|_| format!("w{}", rng.below(50_000)))
+            .collect();
         for member in 0..6 {
             for _ in 0..1 + rng.below(3) {
                 let at = rng.below(words.len());
@@ -323,7 +337,11 @@ fn drifting_pages() -> Vec<(String, GatePage)> {
 /// second showing of every page (redeliveries) gets its first answer again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
-    let crawl = format!("parity-{}-{}", std::process::id(), trawl_core::clock::now_ms());
+    let crawl = format!(
+        "parity-{}-{}",
+        std::process::id(),
+        trawl_core::clock::now_ms()
+    );
     let Some(redis) = redis_gate(GateMethod::MinHash, &crawl).await else {
         return;
     };
@@ -335,8 +353,14 @@ async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
         let r = redis.check_and_insert(page, id).await.unwrap();
         match (&m, &r) {
             (
-                GateVerdict::Similar { of: a, similarity: x },
-                GateVerdict::Similar { of: b, similarity: y },
+                GateVerdict::Similar {
+                    of: a,
+                    similarity: x,
+                },
+                GateVerdict::Similar {
+                    of: b,
+                    similarity: y,
+                },
             ) => {
                 assert_eq!(a, b, "{id}");
                 assert!((x - y).abs() < 1e-6, "{id}: {x} vs {y}");
@@ -346,10 +370,17 @@ async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
         first.push(r);
     }
     let copies = first.iter().filter(|v| **v != GateVerdict::Kept).count();
-    assert!(copies >= 40, "most family members are copies: {copies} of 72");
+    assert!(
+        copies >= 40,
+        "most family members are copies: {copies} of 72"
+    );
     assert_eq!(memory.len(), pages.len());
     for ((id, page), was) in pages.iter().zip(&first) {
-        assert_eq!(&redis.check_and_insert(page, id).await.unwrap(), was, "{id} again");
+        assert_eq!(
+            &redis.check_and_insert(page, id).await.unwrap(),
+            was,
+            "{id} again"
+        );
     }
     let mut conn = redis::Client::open(REDIS)
         .unwrap()

@@ -79,7 +79,10 @@ fn near_pairs(sets: &[Vec<u64>]) -> Vec<(usize, usize)> {
             let mut key = band;
             for r in 0..ROWS {
                 let seed = 0xe7a1 + band * ROWS + r;
-                let m = s.iter().map(|x| xxh3_64_with_seed(&x.to_le_bytes(), seed)).min();
+                let m = s
+                    .iter()
+                    .map(|x| xxh3_64_with_seed(&x.to_le_bytes(), seed))
+                    .min();
                 key = xxh3_64_with_seed(&m.unwrap_or(0).to_le_bytes(), key);
             }
             buckets.entry((band, key)).or_default().push(i);
@@ -173,13 +176,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let replay = args.iter().any(|a| a == "--replay");
     let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    let crawl = read(files.first().ok_or("usage: dedup_eval PAGES.jsonl [TRUTH]")?)?;
+    let crawl = read(
+        files
+            .first()
+            .ok_or("usage: dedup_eval PAGES.jsonl [TRUTH]")?,
+    )?;
     let truth: HashMap<String, String> = match files.get(1) {
         Some(t) => read(t)?.into_iter().map(|p| (p.url, p.text)).collect(),
-        None => crawl.iter().map(|p| (p.url.clone(), p.text.clone())).collect(),
+        None => crawl
+            .iter()
+            .map(|p| (p.url.clone(), p.text.clone()))
+            .collect(),
     };
     // Pages judged: those of the crawl that the truth has too.
-    let pages: Vec<&Page> = crawl.iter().filter(|p| truth.contains_key(&p.url)).collect();
+    let pages: Vec<&Page> = crawl
+        .iter()
+        .filter(|p| truth.contains_key(&p.url))
+        .collect();
     let mh = MinHasher::default();
     let sets: Vec<Vec<u64>> = pages.iter().map(|p| mh.shingles(&truth[&p.url])).collect();
     let by_url: HashMap<&str, usize> = pages
@@ -223,17 +236,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let unknown = pages
         .iter()
-        .filter(|p| p.duplicate_of.as_deref().is_some_and(|d| !by_url.contains_key(d)))
+        .filter(|p| {
+            p.duplicate_of
+                .as_deref()
+                .is_some_and(|d| !by_url.contains_key(d))
+        })
         .count();
     let links: Vec<Option<usize>> = pages
         .iter()
-        .map(|p| p.duplicate_of.as_deref().and_then(|d| by_url.get(d).copied()))
+        .map(|p| {
+            p.duplicate_of
+                .as_deref()
+                .and_then(|d| by_url.get(d).copied())
+        })
         .collect();
     println!(
         "{:<28} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8}",
         "gate", "flagged", "precision", "recall", "direct", "x86", "std"
     );
-    print_row("the crawl's own decisions", &score(&links, &sets, &near, &built));
+    print_row(
+        "the crawl's own decisions",
+        &score(&links, &sets, &near, &built),
+    );
     if unknown > 0 {
         println!("  ({unknown} pages name an original with no text in the crawl: not counted)");
     }
@@ -253,8 +277,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let texts: Vec<&str> = pages.iter().map(|p| truth[&p.url].as_str()).collect();
+    // EVAL_SHORT=N: pages of fewer than N shingles match only at distance 0.
+    let short: usize = std::env::var("EVAL_SHORT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     for d in 0..=3 {
         let gate = MemoryGate::new(d);
+        let exact_only = MemoryGate::new(0);
         let links: Vec<Option<usize>> = texts
             .iter()
             .enumerate()
@@ -264,13 +294,52 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     simhash: simhash_with(&w, features),
                     exact: trawl_dedup::simhash::fingerprint_words(&w).exact,
                 };
-                match gate.check_and_insert_sync(fp, &i.to_string()) {
+                let g = if sets[i].len() < short {
+                    &exact_only
+                } else {
+                    &gate
+                };
+                match g.check_and_insert_sync(fp, &i.to_string()) {
                     GateVerdict::Kept => None,
                     v => v.original().and_then(|o| o.parse().ok()),
                 }
             })
             .collect();
-        let name = format!("replay simhash d<={d} {}:{}", features.shingle, features.numbers);
+        let name = format!(
+            "replay simhash d<={d} {}:{}",
+            features.shingle, features.numbers
+        );
+        print_row(&name, &score(&links, &sets, &near, &built));
+    }
+    // Design aid: SimHash with every page indexed (copies chain, as the MinHash gate does).
+    for d in 0..=3u32 {
+        let banding = trawl_dedup::simhash::Banding::for_distance(d);
+        let mut bands: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
+        let prints: Vec<u64> = texts
+            .iter()
+            .map(|t| simhash_with(&words(t), features))
+            .collect();
+        let links: Vec<Option<usize>> = prints
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let keys = banding.bands(p);
+                let best = keys
+                    .iter()
+                    .flat_map(|k| bands.get(k).into_iter().flatten().copied())
+                    .map(|c| (trawl_dedup::hamming(p, prints[c]), c))
+                    .filter(|(dist, _)| *dist <= d)
+                    .min();
+                for k in keys {
+                    bands.entry(k).or_default().push(i);
+                }
+                best.map(|(_, c)| c)
+            })
+            .collect();
+        let name = format!(
+            "chain simhash d<={d} {}:{}",
+            features.shingle, features.numbers
+        );
         print_row(&name, &score(&links, &sets, &near, &built));
     }
     let sketches: Vec<_> = sets.iter().map(|s| mh.sketch_of(s)).collect();
@@ -285,7 +354,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .and_then(|m| m.id.parse().ok())
             })
             .collect();
-        print_row(&format!("replay minhash >= {t}"), &score(&links, &sets, &near, &built));
+        print_row(
+            &format!("replay minhash >= {t}"),
+            &score(&links, &sets, &near, &built),
+        );
     }
     // Design aid: the gate's LSH candidates, every page indexed (copies too, so a family
     // chains), the best candidate by exact Jaccard or by the sketch's estimate.
@@ -334,7 +406,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             print_row(&name, &score(&links, &sets, &near, &built));
             fp_j.sort_by(f64::total_cmp);
             if let (Some(lo), Some(hi)) = (fp_j.first(), fp_j.last()) {
-                println!("  false positives' Jaccard: {lo:.3} .. {hi:.3}, median {:.3}", fp_j[fp_j.len() / 2]);
+                println!(
+                    "  false positives' Jaccard: {lo:.3} .. {hi:.3}, median {:.3}",
+                    fp_j[fp_j.len() / 2]
+                );
             }
         }
     }

@@ -88,17 +88,14 @@ pub trait Gate: Send + Sync {
 
     /// Keeps `id` unless a page near enough is already kept under another id. Idempotent
     /// per id: a redelivered page matches itself and is `Kept`.
-    async fn check_and_insert(&self, page: &GatePage, id: &str)
-    -> Result<GateVerdict, GateError>;
+    async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError>;
 }
 
 /// A match on the page's own id is a redelivery, not a copy. For every [`Gate`]
 /// implementation, here and in `trawl_cluster::redis_gate`.
 pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
     match v {
-        GateVerdict::Duplicate { ref of, .. } | GateVerdict::Similar { ref of, .. }
-            if of == id =>
-        {
+        GateVerdict::Duplicate { ref of, .. } | GateVerdict::Similar { ref of, .. } if of == id => {
             GateVerdict::Kept
         }
         other => other,
@@ -184,11 +181,7 @@ impl MemoryGate {
 
 #[async_trait]
 impl Gate for MemoryGate {
-    async fn check_and_insert(
-        &self,
-        page: &GatePage,
-        id: &str,
-    ) -> Result<GateVerdict, GateError> {
+    async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         Ok(unless_self(self.check_and_insert_sync(page.fp, id), id))
     }
 }
@@ -236,11 +229,7 @@ impl Gate for MemoryMinGate {
         GateMethod::MinHash
     }
 
-    async fn check_and_insert(
-        &self,
-        page: &GatePage,
-        id: &str,
-    ) -> Result<GateVerdict, GateError> {
+    async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
         Ok(unless_self(self.check_and_insert_sync(sk, id), id))
     }
@@ -335,7 +324,10 @@ mod min_tests {
         let g = MemoryMinGate::new(0.8);
         let base = words(200, "a");
         let near = words(196, "a") + &words(4, "b");
-        assert_eq!(g.check_and_insert(&page(&base), "one").await.unwrap(), GateVerdict::Kept);
+        assert_eq!(
+            g.check_and_insert(&page(&base), "one").await.unwrap(),
+            GateVerdict::Kept
+        );
         match g.check_and_insert(&page(&near), "two").await.unwrap() {
             GateVerdict::Similar { of, similarity } => {
                 assert_eq!(of, "one");
@@ -344,13 +336,22 @@ mod min_tests {
             other => panic!("{other:?}"),
         }
         // Redelivered: itself, not a copy of anything.
-        assert_eq!(g.check_and_insert(&page(&base), "one").await.unwrap(), GateVerdict::Kept);
+        assert_eq!(
+            g.check_and_insert(&page(&base), "one").await.unwrap(),
+            GateVerdict::Kept
+        );
         let other = words(200, "c");
-        assert_eq!(g.check_and_insert(&page(&other), "three").await.unwrap(), GateVerdict::Kept);
+        assert_eq!(
+            g.check_and_insert(&page(&other), "three").await.unwrap(),
+            GateVerdict::Kept
+        );
         // Every page is indexed, the copy too.
         assert_eq!(g.len(), 3);
         // A SimHash page (no sketch) is refused, not kept.
         let fp: GatePage = page(&base).fp.into();
-        assert!(matches!(g.check_and_insert(&fp, "four").await, Err(GateError::NoSketch)));
+        assert!(matches!(
+            g.check_and_insert(&fp, "four").await,
+            Err(GateError::NoSketch)
+        ));
     }
 }

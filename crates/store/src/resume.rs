@@ -13,12 +13,14 @@ use crate::journal::kind_of;
 use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreError, StoreResult};
 
-/// A written page the dedup gate must know again: the first of its copies.
+/// A written page the dedup gate must know again: the first of its copies, or (the MinHash
+/// gate indexes copies too) a copy, with the page it copies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeptPage {
     pub final_url: String,
     pub simhash: u64,
     pub text_hash: u128,
+    pub duplicate_of: Option<String>,
     /// Where its line starts in `pages.jsonl` (the MinHash gate makes its sketch again).
     pub page_offset: Option<u64>,
 }
@@ -167,14 +169,15 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
     let text_hash: Option<String> = row.get(7)?;
     let duplicate_of: Option<String> = row.get(8)?;
     let page_offset: Option<i64> = row.get(9)?;
-    let parsed = match (final_url, simhash, text_hash, duplicate_of) {
-        (Some(f), Some(s), Some(t), None) => u64::from_str_radix(&s, 16)
+    let parsed = match (final_url, simhash, text_hash) {
+        (Some(f), Some(s), Some(t)) => u64::from_str_radix(&s, 16)
             .ok()
             .zip(u128::from_str_radix(&t, 16).ok())
             .map(|(simhash, text_hash)| KeptPage {
                 final_url: f,
                 simhash,
                 text_hash,
+                duplicate_of,
                 page_offset: page_offset.and_then(|o| u64::try_from(o).ok()),
             }),
         _ => None,
@@ -281,6 +284,7 @@ mod tests {
                 final_url: "http://a.test/x".into(),
                 simhash: 0xff,
                 text_hash: 42,
+                duplicate_of: None,
                 page_offset: Some(0),
             }]
         );
