@@ -1,6 +1,9 @@
-//! The dedup gate ([`trawl_dedup::Gate`]) in Redis: one Lua script does the exact lookup, the 4 band probes with exact
-//! distance checks, and the insert, atomically. All keys of a crawl carry the `{crawl}` hash
-//! tag so the script's keys live in one cluster slot.
+//! The SimHash gate ([`trawl_dedup::MemoryGate`]'s rule, candidate for candidate) in Redis:
+//! one Lua script does the exact lookup, the band probes with exact distance checks, and the
+//! insert, atomically. Copies are stored too (a print already stored adds nothing), and a
+//! page shown again finds its own entry and is matched only against pages stored before
+//! it, by the sequence number each entry carries. All keys of a crawl carry the `{crawl}`
+//! hash tag so the script's keys live in one cluster slot.
 //!
 //! Layout under `trawl:{crawl}:sh:`, built for bytes per fingerprint. Buckets are packed
 //! strings of fixed-size records, and small buckets are grouped as fields of one hash each,
@@ -9,7 +12,10 @@
 //!   `band` (of `count`, see [`Banding`]) equals `value`; one record per band per print;
 //! - `x:{first two digest bytes}`: a string of 24-byte records (16-byte exact digest and the
 //!   8-byte fingerprint);
-//! - `ids:{top 17 bits of the fingerprint}` field fingerprint: the page id.
+//! - `ids:{top 17 bits of the fingerprint}` field fingerprint: a zero byte, the page's
+//!   4-byte sequence number and its id (an entry written before sequence numbers is the id
+//!   alone, and counts as older than every other);
+//! - `n`: the count of pages stored, for the sequence numbers.
 
 use async_trait::async_trait;
 
@@ -24,15 +30,23 @@ fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
 }
 
-/// KEYS: exact bucket, ids group of this print, then one band group per band.
-/// ARGV: fingerprint (8 bytes), exact digest (16 bytes), id, max distance, ids key prefix,
-/// then the field of each band group. Returns {id, distance}, or {"", -1} when kept.
+/// KEYS: exact bucket, ids group of this print, the page count, then one band group per
+/// band. ARGV: fingerprint (8 bytes), exact digest (16 bytes), id, max distance, ids key
+/// prefix, then the field of each band group. Returns {id, distance}, or {"", -1} when kept.
 const SCRIPT: &str = r#"
 local fp, ex, id, maxd, idprefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 -- The ids group of any print: its top 17 bits, as the Rust side computes it.
 local function ids_key(p)
   local b1, b2, b3 = string.byte(p, 1, 3)
   return idprefix .. (b1 * 512 + b2 * 2 + math.floor(b3 / 128))
+end
+-- The id and sequence number stored for a print.
+local function entry(p)
+  local v = redis.call('HGET', ids_key(p), p)
+  if not v then return '', -1 end
+  if string.byte(v, 1) ~= 0 then return v, -1 end
+  local a, b, c, d = string.byte(v, 2, 5)
+  return string.sub(v, 6), ((a * 256 + b) * 256 + c) * 256 + d
 end
 local xb = redis.call('GET', KEYS[1])
 if xb then
@@ -41,17 +55,19 @@ if xb then
     local at = string.find(xb, ex, from, true)
     if not at then break end
     if (at - 1) % 24 == 0 then
-      local other = string.sub(xb, at + 16, at + 23)
-      return {redis.call('HGET', ids_key(other), other) or '', 0}
+      local oid = entry(string.sub(xb, at + 16, at + 23))
+      if oid ~= id then return {oid, 0} end
+      break
     end
     from = at + 1
   end
 end
 local pop = {POPCOUNTS}
 local f = {string.byte(fp, 1, 8)}
-local best, bestd = nil, 65
-for k = 3, #KEYS do
-  local b = redis.call('HGET', KEYS[k], ARGV[3 + k])
+-- Stored prints within the distance, band by band, oldest first in each.
+local cands, seen, same = {}, {}, false
+for k = 4, #KEYS do
+  local b = redis.call('HGET', KEYS[k], ARGV[2 + k])
   if b then
     for off = 1, #b, 8 do
       -- Most records are far: give up on one as soon as it passes the limit.
@@ -60,20 +76,39 @@ for k = 3, #KEYS do
         d = d + pop[bit.bxor(string.byte(b, off + j), f[j + 1]) + 1]
         j = j + 1
       end
-      if d <= maxd and d < bestd then bestd = d; best = string.sub(b, off, off + 7) end
+      if d <= maxd then
+        local p = string.sub(b, off, off + 7)
+        if not seen[p] then
+          seen[p] = true
+          local oid, seq = entry(p)
+          cands[#cands + 1] = {oid, d, seq}
+          if d == 0 then same = true end
+        end
+      end
     end
   end
 end
-if best then
-  return {redis.call('HGET', ids_key(best), best) or '', bestd}
+local own
+for _, c in ipairs(cands) do
+  if c[1] == id and (not own or c[3] < own) then own = c[3] end
 end
-redis.call('APPEND', KEYS[1], ex .. fp)
-redis.call('HSET', KEYS[2], fp, id)
-for k = 3, #KEYS do
-  local field = ARGV[3 + k]
-  local old = redis.call('HGET', KEYS[k], field) or ''
-  redis.call('HSET', KEYS[k], field, old .. fp)
+local best
+for _, c in ipairs(cands) do
+  if c[1] ~= id and (not own or c[3] < own) and (not best or c[2] < best[2]) then best = c end
 end
+if not own and not same then
+  local n = redis.call('INCR', KEYS[3])
+  local seq = string.char(0, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
+    math.floor(n / 256) % 256, n % 256)
+  redis.call('APPEND', KEYS[1], ex .. fp)
+  redis.call('HSET', KEYS[2], fp, seq .. id)
+  for k = 4, #KEYS do
+    local field = ARGV[2 + k]
+    local old = redis.call('HGET', KEYS[k], field) or ''
+    redis.call('HSET', KEYS[k], field, old .. fp)
+  end
+end
+if best then return {best[1], best[2]} end
 return {'', -1}
 "#;
 
@@ -126,7 +161,8 @@ impl Gate for RedisGate {
             "{}x:{:02x}{:02x}",
             self.prefix, digest[0], digest[1]
         ))
-        .key(format!("{}ids:{}", self.prefix, fp.simhash >> 47));
+        .key(format!("{}ids:{}", self.prefix, fp.simhash >> 47))
+        .key(format!("{}n", self.prefix));
         for (i, v) in &b {
             inv.key(format!(
                 "{}b{}.{i}:{}",

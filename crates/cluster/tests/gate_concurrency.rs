@@ -307,12 +307,36 @@ fn across_processes(method: GateMethod, name: &str) {
     rt.block_on(clear(method, &crawl));
 }
 
-/// Pages in families that drift (each member changes a few words of the one before) and
-/// strangers, in one order for both gates.
-fn drifting_pages() -> Vec<(String, GatePage)> {
+/// Pages in families that drift (each member a little off the one before: 1 or 2 bits of
+/// its SimHash, with every third an exact copy of the one before, or a few words of its
+/// text), in one order for both gates.
+fn drifting_pages(method: GateMethod) -> Vec<(String, GatePage)> {
     let mut rng = Rng::new(44);
-    let mut out = Vec::new();
+    let mut out: Vec<(String, GatePage)> = Vec::new();
+    for family in 0..12u128 {
+        if method == GateMethod::MinHash {
+            break;
+        }
+        let mut print = rng.next_u64();
+        let mut exact = family * 10;
+        for member in 0..6u128 {
+            if member % 3 != 2 {
+                for _ in 0..1 + rng.below(2) {
+                    print ^= 1 << rng.below(64);
+                }
+                exact = family * 10 + member;
+            }
+            let page = GatePage::from(Fingerprint {
+                simhash: print,
+                exact,
+            });
+            out.push((format!("f{family}-m{member}"), page));
+        }
+    }
     for family in 0..12 {
+        if method == GateMethod::SimHash {
+            break;
+        }
         let mut words: Vec<String> = (0..150)
             .map(|_| format!("w{}", rng.below(50_000)))
             .collect();
@@ -333,20 +357,22 @@ fn drifting_pages() -> Vec<(String, GatePage)> {
     order.into_iter().map(|i| out[i].clone()).collect()
 }
 
-/// The Lua script and the in-process index make the same decision for every page, and a
+/// The Lua scripts and the in-process gates make the same decision for every page, and a
 /// second showing of every page (redeliveries) gets its first answer again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
+async fn redis_decides_as_memory_does(method: GateMethod) {
     let crawl = format!(
-        "parity-{}-{}",
+        "parity-{}-{}-{method:?}",
         std::process::id(),
         trawl_core::clock::now_ms()
     );
-    let Some(redis) = redis_gate(GateMethod::MinHash, &crawl).await else {
+    let Some(redis) = redis_gate(method, &crawl).await else {
         return;
     };
-    let memory = MemoryMinGate::new(0.8);
-    let pages = drifting_pages();
+    let memory: Arc<dyn Gate> = match method {
+        GateMethod::SimHash => Arc::new(MemoryGate::new(2)),
+        GateMethod::MinHash => Arc::new(MemoryMinGate::new(0.8)),
+    };
+    let pages = drifting_pages(method);
     let mut first = Vec::new();
     for (id, page) in &pages {
         let m = memory.check_and_insert(page, id).await.unwrap();
@@ -374,7 +400,13 @@ async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
         copies >= 40,
         "most family members are copies: {copies} of 72"
     );
-    assert_eq!(memory.len(), pages.len());
+    // Copies name pages shown before them, so each family's chain ends at a kept page.
+    for (k, (id, _)) in pages.iter().enumerate() {
+        if let Some(of) = first[k].original() {
+            let at = pages.iter().position(|(p, _)| p == of).unwrap();
+            assert!(at < k, "{id} names the later {of}");
+        }
+    }
     for ((id, page), was) in pages.iter().zip(&first) {
         assert_eq!(
             &redis.check_and_insert(page, id).await.unwrap(),
@@ -387,11 +419,31 @@ async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let indexed: usize = redis::cmd("GET")
-        .arg(format!("trawl:{{{crawl}}}:mh:n"))
+    let key = match method {
+        GateMethod::SimHash => format!("trawl:{{{crawl}}}:sh:n"),
+        GateMethod::MinHash => format!("trawl:{{{crawl}}}:mh:n"),
+    };
+    let stored: usize = redis::cmd("GET")
+        .arg(key)
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(indexed, pages.len(), "a redelivery is not indexed twice");
-    clear(GateMethod::MinHash, &crawl).await;
+    // MinHash stores every page; SimHash every print once (not the exact copies).
+    let prints: std::collections::HashSet<u64> = pages.iter().map(|(_, p)| p.fp.simhash).collect();
+    let expected = match method {
+        GateMethod::SimHash => prints.len(),
+        GateMethod::MinHash => pages.len(),
+    };
+    assert_eq!(stored, expected, "a redelivery is not stored twice");
+    clear(method, &crawl).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_simhash_gate_decides_as_the_memory_gate_does() {
+    redis_decides_as_memory_does(GateMethod::SimHash).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_minhash_gate_decides_as_the_memory_gate_does() {
+    redis_decides_as_memory_does(GateMethod::MinHash).await;
 }

@@ -13,14 +13,12 @@ use crate::journal::kind_of;
 use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreError, StoreResult};
 
-/// A written page the dedup gate must know again: the first of its copies, or (the MinHash
-/// gate indexes copies too) a copy, with the page it copies.
+/// A written page the dedup gate must know again (both gates store copies too).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeptPage {
     pub final_url: String,
     pub simhash: u64,
     pub text_hash: u128,
-    pub duplicate_of: Option<String>,
     /// Where its line starts in `pages.jsonl` (the MinHash gate makes its sketch again).
     pub page_offset: Option<u64>,
 }
@@ -102,8 +100,7 @@ fn read(conn: &Connection, crawl: &str) -> StoreResult<Resume> {
         ..Resume::default()
     };
     let mut rows = conn.prepare(
-        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, duplicate_of,
-                page_offset
+        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, page_offset
          FROM urls",
     )?;
     let mut it = rows.query([])?;
@@ -167,8 +164,7 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
     let final_url: Option<String> = row.get(5)?;
     let simhash: Option<String> = row.get(6)?;
     let text_hash: Option<String> = row.get(7)?;
-    let duplicate_of: Option<String> = row.get(8)?;
-    let page_offset: Option<i64> = row.get(9)?;
+    let page_offset: Option<i64> = row.get(8)?;
     let parsed = match (final_url, simhash, text_hash) {
         (Some(f), Some(s), Some(t)) => u64::from_str_radix(&s, 16)
             .ok()
@@ -177,7 +173,6 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
                 final_url: f,
                 simhash,
                 text_hash,
-                duplicate_of,
                 page_offset: page_offset.and_then(|o| u64::try_from(o).ok()),
             }),
         _ => None,
@@ -284,7 +279,6 @@ mod tests {
                 final_url: "http://a.test/x".into(),
                 simhash: 0xff,
                 text_hash: 42,
-                duplicate_of: None,
                 page_offset: Some(0),
             }]
         );
