@@ -244,14 +244,13 @@ pub fn export_with(
                 continue;
             }
         };
-        if let Some(index) = lsh.as_mut() {
-            if index
+        if let Some(index) = lsh.as_mut()
+            && index
                 .check_and_insert(&hasher.sketch(&row.text), &row.id)
                 .is_some()
-            {
-                drop(&mut report, "dedup:minhash");
-                continue;
-            }
+        {
+            drop(&mut report, "dedup:minhash");
+            continue;
         }
         // After the document dedup: a copy MinHash drops leaves its lines to no one.
         if let Some(p) = paragraphs.as_mut() {

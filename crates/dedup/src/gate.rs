@@ -401,9 +401,21 @@ mod chain_tests {
         let c = b ^ 0b1100; // 2 from b, 4 from a
         assert_eq!(g.check_and_insert_sync(fp(a, 1), "a"), GateVerdict::Kept);
         let vb = g.check_and_insert_sync(fp(b, 2), "b");
-        assert_eq!(vb, GateVerdict::Duplicate { of: "a".into(), distance: 2 });
+        assert_eq!(
+            vb,
+            GateVerdict::Duplicate {
+                of: "a".into(),
+                distance: 2
+            }
+        );
         let vc = g.check_and_insert_sync(fp(c, 3), "c");
-        assert_eq!(vc, GateVerdict::Duplicate { of: "b".into(), distance: 2 });
+        assert_eq!(
+            vc,
+            GateVerdict::Duplicate {
+                of: "b".into(),
+                distance: 2
+            }
+        );
         // Shown again, each gets its first answer (b is not matched to the later c).
         assert_eq!(g.check_and_insert_sync(fp(b, 2), "b"), vb);
         assert_eq!(g.check_and_insert_sync(fp(c, 3), "c"), vc);
@@ -411,7 +423,13 @@ mod chain_tests {
         assert_eq!(g.len(), 3);
         // An exact copy of the copy names it, and is not stored.
         let vd = g.check_and_insert_sync(fp(c, 3), "d");
-        assert_eq!(vd, GateVerdict::Duplicate { of: "c".into(), distance: 0 });
+        assert_eq!(
+            vd,
+            GateVerdict::Duplicate {
+                of: "c".into(),
+                distance: 0
+            }
+        );
         assert_eq!(g.len(), 3);
     }
 }
