@@ -23,10 +23,11 @@ bin=$PWD/target/release
 source bench/serve-docs.sh
 serve_docs 18097 "$OUT/access.jsonl"
 for method in simhash minhash; do
-  "$bin/trawl" crawl http://127.0.0.1:18097/ --allow-private --delay 0 --concurrency 64 \
+  /usr/bin/time -f "%M" -o "$OUT/$method.rss" \
+    "$bin/trawl" crawl http://127.0.0.1:18097/ --allow-private --delay 0 --concurrency 64 \
     --no-index --no-warc --render never --dedup-method "$method" --out "$OUT/$method" \
     > "$OUT/$method.log" 2>&1
-  tail -1 "$OUT/$method.log"
+  echo "$method: $(grep -o 'crawled .*pages/s)' "$OUT/$method.log"), peak RSS $(( $(cat "$OUT/$method.rss") / 1024 )) MiB"
 done
 echo "== the default crawl (SimHash), then the same gates replayed over its texts"
 "$bin/examples/dedup_eval" "$OUT/simhash/pages.jsonl" --replay | tee "$OUT/eval-simhash.txt"

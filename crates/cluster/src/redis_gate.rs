@@ -23,7 +23,9 @@ use crate::redis_conn::Within;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use trawl_dedup::gate::{Gate, GateError, GatePage, GateVerdict, unless_self};
+use trawl_dedup::gate::{
+    Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, unless_self,
+};
 use trawl_dedup::simhash::{Banding, Fingerprint};
 
 fn redis_err(e: redis::RedisError) -> GateError {
@@ -65,9 +67,11 @@ end
 local pop = {POPCOUNTS}
 local f = {string.byte(fp, 1, 8)}
 -- Stored prints within the distance, band by band, oldest first in each.
-local cands, seen, same = {}, {}, false
+local cands, seen, same, room, buckets = {}, {}, false, false, {}
 for k = 4, #KEYS do
   local b = redis.call('HGET', KEYS[k], ARGV[2 + k])
+  buckets[k] = b or ''
+  if #buckets[k] < MAXPRINTS * 8 then room = true end
   if b then
     for off = 1, #b, 8 do
       -- Most records are far: give up on one as soon as it passes the limit.
@@ -96,16 +100,19 @@ local best
 for _, c in ipairs(cands) do
   if c[1] ~= id and (not own or c[3] < own) and (not best or c[2] < best[2]) then best = c end
 end
-if not own and not same then
+-- Not stored: a redelivery, a print already stored, or one no bucket has room for (none
+-- would reach it).
+if not own and not same and room then
   local n = redis.call('INCR', KEYS[3])
   local seq = string.char(0, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
     math.floor(n / 256) % 256, n % 256)
   redis.call('APPEND', KEYS[1], ex .. fp)
   redis.call('HSET', KEYS[2], fp, seq .. id)
+  -- The buckets as read above (the script runs alone); a full one takes no more prints.
   for k = 4, #KEYS do
-    local field = ARGV[2 + k]
-    local old = redis.call('HGET', KEYS[k], field) or ''
-    redis.call('HSET', KEYS[k], field, old .. fp)
+    if #buckets[k] < MAXPRINTS * 8 then
+      redis.call('HSET', KEYS[k], ARGV[2 + k], buckets[k] .. fp)
+    end
   end
 end
 if best then return {best[1], best[2]} end
@@ -116,7 +123,9 @@ return {'', -1}
 /// state between calls, and building the table with loops cost more than the lookup itself.
 fn script_source() -> String {
     let table: Vec<String> = (0u32..256).map(|i| i.count_ones().to_string()).collect();
-    SCRIPT.replace("POPCOUNTS", &table.join(","))
+    SCRIPT
+        .replace("POPCOUNTS", &table.join(","))
+        .replace("MAXPRINTS", &MAX_PRINTS_PER_BUCKET.to_string())
 }
 
 pub struct RedisGate {

@@ -11,8 +11,8 @@
 //! - `s:{k >> 7}`: 128 sketches of [`SKETCH_BYTES`] each, one string (`SETRANGE`);
 //! - `i:{k >> 7}` field `k & 127`: the page's id;
 //! - `b:{band}:{key & 0x3fff}` field `key >> 14` (a 50-bit integer): the kept pages with
-//!   that band key, 4 big-endian bytes each. 16,384 groups a band keep a group a compact
-//!   listpack (<= 128 fields) up to about 2 million pages.
+//!   that band key, 4 big-endian bytes each, at most [`MAX_BUCKET`]. 16,384 groups a band
+//!   keep a group a compact listpack (<= 128 fields) up to about 2 million pages.
 
 use async_trait::async_trait;
 use redis::Script;
@@ -20,7 +20,9 @@ use redis::aio::ConnectionManager;
 
 use crate::redis_conn::Within;
 use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, unless_self};
-use trawl_dedup::minhash::{MARGIN, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table};
+use trawl_dedup::minhash::{
+    MARGIN, MAX_BUCKET, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table,
+};
 
 fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
@@ -77,7 +79,13 @@ local best
 for _, p in ipairs(passed) do
   if (not self or p[1] < self) and (not best or p[2] > best[2]) then best = p end
 end
-if self then
+-- A redelivery, a sketch equal to a stored one, or a page no bucket has room for (none
+-- would reach it) is not stored.
+local room = false
+for k = 2, #KEYS do
+  if #buckets[k] < MAXBUCKET * 4 then room = true end
+end
+if self or not room or (best and best[2] == perms) then
   if best then return {best[3], best[2]} end
   return {'', -1}
 end
@@ -87,9 +95,12 @@ redis.call('SETRANGE', prefix .. 's:' .. group, (n % 128) * len, sk)
 redis.call('HSET', prefix .. 'i:' .. group, n % 128, id)
 local packed = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
   math.floor(n / 256) % 256, n % 256)
--- The buckets as read above: the script runs alone, nothing changed them since.
+-- The buckets as read above: the script runs alone, nothing changed them since. A full
+-- bucket takes no more pages (they are reached through their other bands).
 for k = 2, #KEYS do
-  redis.call('HSET', KEYS[k], ARGV[3 + k], buckets[k] .. packed)
+  if #buckets[k] < MAXBUCKET * 4 then
+    redis.call('HSET', KEYS[k], ARGV[3 + k], buckets[k] .. packed)
+  end
 end
 if best then return {best[3], best[2]} end
 return {'', -1}
@@ -103,6 +114,7 @@ fn script_source() -> String {
         .replace("MISMATCH", &table.join(","))
         .replace("SKLEN", &SKETCH_BYTES.to_string())
         .replace("PERMS", &PERMS.to_string())
+        .replace("MAXBUCKET", &MAX_BUCKET.to_string())
 }
 
 /// Band groups a band: the low 14 bits of its key.

@@ -356,6 +356,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(|(_, c)| c)
         })
         .collect();
-    print_row("bound: minhash, exact check", &score(&links, &sets, &near, &built));
+    print_row(
+        "bound: minhash, exact check",
+        &score(&links, &sets, &near, &built),
+    );
     Ok(())
 }

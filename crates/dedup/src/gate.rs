@@ -102,6 +102,11 @@ pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
     }
 }
 
+/// Prints a SimHash band bucket holds; later ones with the same band value are reached
+/// through their other bands. Random prints put about 5 in a 21-bit band at 10 million
+/// pages; a family of thousands of pages a bit or two apart would fill one without bound.
+pub const MAX_PRINTS_PER_BUCKET: usize = 256;
+
 #[derive(Default)]
 struct Inner {
     exact: HashMap<u128, u32>,
@@ -189,12 +194,23 @@ impl MemoryGate {
                 best = Some((d, i));
             }
         }
-        if own.is_none() && !cands.iter().any(|(d, _)| *d == 0) {
+        // Not stored: a redelivery, a print already stored, or one no bucket has room for
+        // (none would reach it).
+        let room = b.iter().any(|k| {
+            inner
+                .bands
+                .get(k)
+                .is_none_or(|bucket| bucket.len() < MAX_PRINTS_PER_BUCKET)
+        });
+        if own.is_none() && room && !cands.iter().any(|(d, _)| *d == 0) {
             let idx = inner.stored.len() as u32;
             inner.stored.push((fp.simhash, id.to_string()));
             inner.exact.entry(fp.exact).or_insert(idx);
             for key in b {
-                inner.bands.entry(key).or_default().push(idx);
+                let bucket = inner.bands.entry(key).or_default();
+                if bucket.len() < MAX_PRINTS_PER_BUCKET {
+                    bucket.push(idx);
+                }
             }
         }
         match best {

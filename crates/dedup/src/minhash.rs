@@ -19,8 +19,9 @@
 //!   near the threshold is the one whose estimate erred upwards, and without the margin
 //!   2% of the pages flagged on the documentation crawl were under the threshold.
 //!
-//! The index keeps every document it is shown, copies too, and a copy names the document it
-//! matched, itself possibly a copy: a family of pages that differ a little from one to the
+//! The index keeps every document it is shown, copies too (but not one whose sketch equals
+//! a stored one: it adds nothing), and a copy names the document it matched, itself
+//! possibly a copy: a family of pages that differ a little from one to the
 //! next ends up in one group, as with datatrove's and FineWeb's clusters. Only earlier
 //! documents are matched, so the links never make a cycle and each group has one first
 //! document, the one kept.
@@ -44,6 +45,10 @@ pub const SKETCH_BYTES: usize = PERMS * BITS / 8;
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
 /// What an estimate must exceed the threshold by to flag a pair (see the module's note).
 pub const MARGIN: f64 = 0.02;
+/// Documents a band bucket holds; later ones with the same band key are reached through
+/// their other bands. Without a bound, a family of ten thousand near-identical pages (a
+/// site's soft 404s, one product page per colour) would make every check walk the family.
+pub const MAX_BUCKET: u32 = 64;
 
 const _: () = assert!(BANDS * ROWS <= PERMS && 8 % BITS == 0 && BANDS <= 255);
 
@@ -274,7 +279,8 @@ const NONE: u32 = u32::MAX;
 /// Every document shown is indexed, copies too (see the module's note on groups).
 #[derive(Default)]
 pub struct LshIndex {
-    heads: HashMap<u64, u32>,
+    /// Band key -> the newest document in its bucket and how many the bucket holds.
+    heads: HashMap<u64, (u32, u32)>,
     next: Vec<[u32; BANDS]>,
     sketches: Vec<u8>,
     ids: Vec<String>,
@@ -293,7 +299,7 @@ fn verified(index: &LshIndex, sk: &MinSketch) -> Vec<(u32, u32)> {
     let mut checked: Vec<u32> = Vec::new();
     let mut passed = Vec::new();
     for (band, key) in sk.bands.iter().enumerate() {
-        let mut at = index.heads.get(key).copied().unwrap_or(NONE);
+        let mut at = index.heads.get(key).map_or(NONE, |(head, _)| *head);
         while at != NONE {
             let doc = at;
             at = index.next[doc as usize][band];
@@ -350,16 +356,22 @@ impl LshIndex {
         let doc = self.ids.len() as u32;
         let mut links = [NONE; BANDS];
         for (band, key) in sk.bands.iter().enumerate() {
-            links[band] = self.heads.insert(*key, doc).unwrap_or(NONE);
+            let (head, count) = self.heads.entry(*key).or_insert((NONE, 0));
+            if *count < MAX_BUCKET {
+                links[band] = *head;
+                *head = doc;
+                *count += 1;
+            }
         }
         self.next.push(links);
         self.sketches.extend_from_slice(&sk.bits);
         self.ids.push(id.to_string());
     }
 
-    /// The document `id` copies, if any, and `id` indexed. Shown again (a redelivery),
-    /// `id` is matched only against the documents indexed before it was, so the answer is
-    /// the same as the first time and it is not indexed twice.
+    /// The document `id` copies, if any, and `id` indexed unless a stored sketch equals
+    /// its own. Shown again (a redelivery), `id` is matched only against the documents
+    /// indexed before it was, so the answer is the same as the first time and it is not
+    /// indexed twice.
     pub fn check_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
         let passed = verified(self, sk);
         let own = passed
@@ -371,7 +383,13 @@ impl LshIndex {
                 .into_iter()
                 .filter(|(doc, _)| own.is_none_or(|o| *doc < o)),
         );
-        if own.is_none() {
+        // Not stored either: a page no bucket has room for (none would reach it).
+        let room = sk.bands.iter().any(|k| {
+            self.heads
+                .get(k)
+                .is_none_or(|(_, count)| *count < MAX_BUCKET)
+        });
+        if own.is_none() && room && best.is_none_or(|(_, m)| m < PERMS as u32) {
             self.insert(sk, id);
         }
         best.map(|(doc, m)| self.matched(doc, m))
@@ -488,7 +506,23 @@ mod tests {
                 .id,
             "d"
         );
+        // An equal sketch is not stored again.
+        assert_eq!(idx.len(), 4);
         assert!(h.shingles("").is_empty());
+    }
+
+    #[test]
+    fn a_huge_family_keeps_buckets_bounded_and_still_matches() {
+        let h = MinHasher::default();
+        let mut idx = LshIndex::new(0.8);
+        let base: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
+        for n in 0..400 {
+            let mut words = base.clone();
+            words[150] = format!("n{n}");
+            let m = idx.check_and_insert(&h.sketch(&words.join(" ")), &format!("p{n}"));
+            assert_eq!(m.is_none(), n == 0, "page {n}");
+        }
+        assert!(idx.heads.values().all(|(_, count)| *count <= MAX_BUCKET));
     }
 
     #[test]

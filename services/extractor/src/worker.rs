@@ -450,8 +450,8 @@ pub fn failed_record(mut page: Fetched, why: &str, attempts: u32) -> Doc {
     p.doc
 }
 
-/// The gate after extraction, before indexing: the first copy is kept, later ones are
-/// recorded as aliases of it (`duplicate_of`) and not indexed again.
+/// The gate after extraction, before indexing: the first of a group is kept, later ones
+/// name an earlier page of their group (`duplicate_of`) and are not indexed again.
 async fn mark_duplicate(gate: &dyn Gate, fp: &GatePage, doc: &mut Doc) -> Result<(), CoreError> {
     let page = &mut doc.page;
     match gate
