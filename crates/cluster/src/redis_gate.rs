@@ -1,8 +1,8 @@
 //! The SimHash gate ([`trawl_dedup::MemoryGate`]'s rule, candidate for candidate) in Redis:
 //! one Lua script does the exact lookup, the band probes with exact distance checks, and the
 //! insert, atomically. Copies are stored too (a print already stored adds nothing), and a
-//! page shown again finds its own entry and is matched only against pages stored before
-//! it, by the sequence number each entry carries. All keys of a crawl carry the `{crawl}`
+//! page shown again is known by its id and matched only against pages stored before it,
+//! by the sequence number each entry carries. All keys of a crawl carry the `{crawl}`
 //! hash tag so the script's keys live in one cluster slot.
 //!
 //! Layout under `trawl:{crawl}:sh:`, built for bytes per fingerprint. Buckets are packed
@@ -15,7 +15,9 @@
 //! - `ids:{top 17 bits of the fingerprint}` field fingerprint: a zero byte, the page's
 //!   4-byte sequence number and its id (an entry written before sequence numbers is the id
 //!   alone, and counts as older than every other);
-//! - `n`: the count of pages stored, for the sequence numbers.
+//! - `n`: the count of pages stored, for the sequence numbers;
+//! - `o:{top 14 bits of the id's xxh3}` field the id's xxh3 (8 bytes): the page's sequence
+//!   number, so a page shown again is known by its id whatever its text became.
 
 use async_trait::async_trait;
 
@@ -24,7 +26,7 @@ use redis::Script;
 use redis::aio::ConnectionManager;
 
 use trawl_dedup::gate::{
-    Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, unless_self,
+    Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, id_hash, unless_self,
 };
 use trawl_dedup::simhash::{Banding, Fingerprint};
 
@@ -32,9 +34,10 @@ fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
 }
 
-/// KEYS: exact bucket, ids group of this print, the page count, then one band group per
-/// band. ARGV: fingerprint (8 bytes), exact digest (16 bytes), id, max distance, ids key
-/// prefix, then the field of each band group. Returns {id, distance}, or {"", -1} when kept.
+/// KEYS: exact bucket, ids group of this print, the page count, the id group of this
+/// page, then one band group per band. ARGV: fingerprint (8 bytes), exact digest (16
+/// bytes), id, max distance, ids key prefix, the id's hash (8 bytes), then the field of
+/// each band group. Returns {id, distance}, or {"", -1} when kept.
 const SCRIPT: &str = r#"
 local fp, ex, id, maxd, idprefix = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 -- The ids group of any print: its top 17 bits, as the Rust side computes it.
@@ -50,6 +53,9 @@ local function entry(p)
   local a, b, c, d = string.byte(v, 2, 5)
   return string.sub(v, 6), ((a * 256 + b) * 256 + c) * 256 + d
 end
+-- A page shown again is known by its id: matched only against pages stored before it.
+local own = redis.call('HGET', KEYS[4], ARGV[6])
+if own then own = tonumber(own) end
 local xb = redis.call('GET', KEYS[1])
 if xb then
   local from = 1
@@ -57,8 +63,8 @@ if xb then
     local at = string.find(xb, ex, from, true)
     if not at then break end
     if (at - 1) % 24 == 0 then
-      local oid = entry(string.sub(xb, at + 16, at + 23))
-      if oid ~= id then return {oid, 0} end
+      local oid, seq = entry(string.sub(xb, at + 16, at + 23))
+      if oid ~= id and (not own or seq < own) then return {oid, 0} end
       break
     end
     from = at + 1
@@ -67,11 +73,10 @@ end
 local pop = {POPCOUNTS}
 local f = {string.byte(fp, 1, 8)}
 -- Stored prints within the distance, band by band, oldest first in each.
-local cands, seen, same, room, buckets = {}, {}, false, false, {}
-for k = 4, #KEYS do
+local cands, seen, same, buckets = {}, {}, false, {}
+for k = 5, #KEYS do
   local b = redis.call('HGET', KEYS[k], ARGV[2 + k])
   buckets[k] = b or ''
-  if #buckets[k] < MAXPRINTS * 8 then room = true end
   if b then
     for off = 1, #b, 8 do
       -- Most records are far: give up on one as soon as it passes the limit.
@@ -92,24 +97,21 @@ for k = 4, #KEYS do
     end
   end
 end
-local own
-for _, c in ipairs(cands) do
-  if c[1] == id and (not own or c[3] < own) then own = c[3] end
-end
 local best
 for _, c in ipairs(cands) do
   if c[1] ~= id and (not own or c[3] < own) and (not best or c[2] < best[2]) then best = c end
 end
--- Not stored: a redelivery, a print already stored, or one no bucket has room for (none
--- would reach it).
-if not own and not same and room then
+-- Not stored: a redelivery, or a print already stored. A full bucket takes no more
+-- prints; the page stays known by its id and its exact digest.
+if not own and not same then
   local n = redis.call('INCR', KEYS[3])
   local seq = string.char(0, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
     math.floor(n / 256) % 256, n % 256)
   redis.call('APPEND', KEYS[1], ex .. fp)
   redis.call('HSET', KEYS[2], fp, seq .. id)
-  -- The buckets as read above (the script runs alone); a full one takes no more prints.
-  for k = 4, #KEYS do
+  redis.call('HSET', KEYS[4], ARGV[6], n)
+  -- The buckets as read above (the script runs alone).
+  for k = 5, #KEYS do
     if #buckets[k] < MAXPRINTS * 8 then
       redis.call('HSET', KEYS[k], ARGV[2 + k], buckets[k] .. fp)
     end
@@ -171,7 +173,8 @@ impl Gate for RedisGate {
             self.prefix, digest[0], digest[1]
         ))
         .key(format!("{}ids:{}", self.prefix, fp.simhash >> 47))
-        .key(format!("{}n", self.prefix));
+        .key(format!("{}n", self.prefix))
+        .key(format!("{}o:{}", self.prefix, id_hash(id) >> 50));
         for (i, v) in &b {
             inv.key(format!(
                 "{}b{}.{i}:{}",
@@ -184,7 +187,8 @@ impl Gate for RedisGate {
             .arg(digest.to_vec())
             .arg(id)
             .arg(self.max_distance)
-            .arg(format!("{}ids:", self.prefix));
+            .arg(format!("{}ids:", self.prefix))
+            .arg(id_hash(id).to_be_bytes().to_vec());
         for (_, v) in &b {
             inv.arg(v & 127);
         }

@@ -10,16 +10,19 @@
 //! - `n`: the count of pages indexed; page `k` is the `k`-th;
 //! - `s:{k >> 7}`: 128 sketches of [`SKETCH_BYTES`] each, one string (`SETRANGE`);
 //! - `i:{k >> 7}` field `k & 127`: the page's id;
-//! - `b:{band}:{key & 0x3fff}` field `key >> 14` (a 50-bit integer): the kept pages with
+//! - `o:{top 14 bits of the id's xxh3}` field the id's xxh3 (8 bytes): `k`, so a page shown
+//!   again is known by its id (two ids with one 64-bit hash would be taken for one page);
+//! - `b:{band}:{key & 0x3fff}` field `key >> 14` (a 50-bit integer): the stored pages with
 //!   that band key, 4 big-endian bytes each, at most [`MAX_BUCKET`]. 16,384 groups a band
-//!   keep a group a compact listpack (<= 128 fields) up to about 2 million pages.
+//!   keep a group a compact listpack (<= 128 fields of <= 64 bytes) up to about 2 million
+//!   pages; a bucket past 16 pages turns its group into a hash table.
 
 use async_trait::async_trait;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
 use crate::redis_conn::Within;
-use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, unless_self};
+use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, id_hash, unless_self};
 use trawl_dedup::minhash::{
     MARGIN, MAX_BUCKET, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table,
 };
@@ -28,81 +31,69 @@ fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
 }
 
-/// KEYS: the page count, then one band group per band. ARGV: id, sketch, matches needed,
-/// key prefix, then the field of each band group. Returns {id, matches}: the page matched,
-/// or {"", -1} when there is none.
+/// KEYS: the page count, the id group of this page, then one band group per band. ARGV:
+/// id, sketch, matches needed, key prefix, the id's hash (8 bytes), then the field of each
+/// band group. Returns {id, matches}: the page matched, or {"", -1} when there is none.
 const SCRIPT: &str = r#"
 local id, sk, need, prefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local mism = {MISMATCH}
 local len, perms = SKLEN, PERMS
 local allowed = perms - need
+-- A page shown again is known by its id: matched only against pages stored before it.
+local own = redis.call('HGET', KEYS[2], ARGV[5])
+if own then own = tonumber(own) end
 local seen, cands, buckets = {}, {}, {}
-for k = 2, #KEYS do
+for k = 3, #KEYS do
   local v = redis.call('HGET', KEYS[k], ARGV[3 + k])
   buckets[k] = v or ''
   if v then
     for off = 1, #v, 4 do
       local a, b, c, d = string.byte(v, off, off + 3)
       local n = ((a * 256 + b) * 256 + c) * 256 + d
-      if not seen[n] then seen[n] = true; cands[#cands + 1] = n end
+      if not seen[n] and (not own or n < own) then seen[n] = true; cands[#cands + 1] = n end
     end
   end
 end
 table.sort(cands)
--- Verified candidates in index order, and this page's own entry if it is a redelivery.
--- (The sketch's bytes are unpacked only when there is a candidate: most pages have none.)
-local passed, self = {}, nil
-local own = #cands > 0 and {string.byte(sk, 1, len)} or nil
+-- The most similar verified candidate; the oldest among equals. (The sketch's bytes are
+-- unpacked only when there is a candidate: most pages have none.)
+local best, bestm = nil, -1
+local mine = #cands > 0 and {string.byte(sk, 1, len)} or nil
 for _, n in ipairs(cands) do
-  local group = math.floor(n / 128)
   local at = (n % 128) * len
-  local other = redis.call('GETRANGE', prefix .. 's:' .. group, at, at + len - 1)
+  local other = redis.call('GETRANGE', prefix .. 's:' .. math.floor(n / 128), at, at + len - 1)
   if #other == len then
     local bad, i = 0, 1
     while i <= len and bad <= allowed do
       local stop = math.min(i + 31, len)
       local o = {string.byte(other, i, stop)}
       for j = 1, #o do
-        bad = bad + mism[bit.bxor(own[i + j - 1], o[j]) + 1]
+        bad = bad + mism[bit.bxor(mine[i + j - 1], o[j]) + 1]
       end
       i = stop + 1
     end
-    if bad <= allowed then
-      local oid = redis.call('HGET', prefix .. 'i:' .. group, n % 128)
-      if oid == id and not self then self = n end
-      if oid then passed[#passed + 1] = {n, perms - bad, oid} end
+    if bad <= allowed and perms - bad > bestm then best, bestm = n, perms - bad end
+  end
+end
+local named = best and (redis.call('HGET', prefix .. 'i:' .. math.floor(best / 128), best % 128) or '')
+-- A redelivery, or a sketch equal to a stored one, is not stored.
+if not own and bestm < perms then
+  local n = redis.call('INCR', KEYS[1]) - 1
+  local group = math.floor(n / 128)
+  redis.call('SETRANGE', prefix .. 's:' .. group, (n % 128) * len, sk)
+  redis.call('HSET', prefix .. 'i:' .. group, n % 128, id)
+  redis.call('HSET', KEYS[2], ARGV[5], n)
+  local packed = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
+    math.floor(n / 256) % 256, n % 256)
+  -- The buckets as read above (the script runs alone). A full bucket takes no more pages:
+  -- they are reached through their other bands, and known by their ids.
+  for k = 3, #KEYS do
+    if #buckets[k] < MAXBUCKET * 4 then
+      redis.call('HSET', KEYS[k], ARGV[3 + k], buckets[k] .. packed)
     end
   end
 end
--- The most similar earlier page; the oldest among equals.
-local best
-for _, p in ipairs(passed) do
-  if (not self or p[1] < self) and (not best or p[2] > best[2]) then best = p end
-end
--- A redelivery, a sketch equal to a stored one, or a page no bucket has room for (none
--- would reach it) is not stored.
-local room = false
-for k = 2, #KEYS do
-  if #buckets[k] < MAXBUCKET * 4 then room = true end
-end
-if self or not room or (best and best[2] == perms) then
-  if best then return {best[3], best[2]} end
-  return {'', -1}
-end
-local n = redis.call('INCR', KEYS[1]) - 1
-local group = math.floor(n / 128)
-redis.call('SETRANGE', prefix .. 's:' .. group, (n % 128) * len, sk)
-redis.call('HSET', prefix .. 'i:' .. group, n % 128, id)
-local packed = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
-  math.floor(n / 256) % 256, n % 256)
--- The buckets as read above: the script runs alone, nothing changed them since. A full
--- bucket takes no more pages (they are reached through their other bands).
-for k = 2, #KEYS do
-  if #buckets[k] < MAXBUCKET * 4 then
-    redis.call('HSET', KEYS[k], ARGV[3 + k], buckets[k] .. packed)
-  end
-end
-if best then return {best[3], best[2]} end
+if best then return {named, bestm} end
 return {'', -1}
 "#;
 
@@ -158,8 +149,10 @@ impl Gate for RedisMinGate {
 
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
+        let id_hash = id_hash(id);
         let mut inv = self.script.prepare_invoke();
-        inv.key(format!("{}n", self.prefix));
+        inv.key(format!("{}n", self.prefix))
+            .key(format!("{}o:{}", self.prefix, id_hash >> 50));
         for (band, key) in sk.bands.iter().enumerate() {
             let group = key & ((1 << GROUP_BITS) - 1);
             inv.key(format!("{}b:{band}:{group}", self.prefix));
@@ -167,10 +160,10 @@ impl Gate for RedisMinGate {
         inv.arg(id)
             .arg(sk.bits.as_slice())
             .arg(self.need)
-            .arg(&self.prefix);
+            .arg(&self.prefix)
+            .arg(id_hash.to_be_bytes().to_vec());
         for key in &sk.bands {
-            // 50 bits: a Lua number (a double) holds it exactly, and a listpack stores it
-            // as an integer.
+            // 50 bits, sent as decimal digits: a listpack stores such a field as an integer.
             inv.arg(key >> GROUP_BITS);
         }
         let mut conn = self.conn.clone();

@@ -461,11 +461,12 @@ async fn redis_decides_as_memory_does(method: GateMethod) {
                 .unwrap()
         }
     };
-    // Both store the same pages: not the exact copies, not the pages the full buckets of
-    // the large family have no room for.
+    // Both store the same pages (SimHash: not the exact copies).
     let before = stored(conn.clone()).await;
     assert_eq!(before, memory_len());
-    assert!(before < pages.len(), "{before} of {}", pages.len());
+    if method == GateMethod::SimHash {
+        assert!(before < pages.len(), "{before} of {}", pages.len());
+    }
     for ((id, page), was) in pages.iter().zip(&first) {
         assert_eq!(
             &redis.check_and_insert(page, id).await.unwrap(),

@@ -246,7 +246,7 @@ pub fn export_with(
         };
         if let Some(index) = lsh.as_mut()
             && index
-                .check_and_insert(&hasher.sketch(&row.text), &row.id)
+                .match_and_insert(&hasher.sketch(&row.text), &row.id)
                 .is_some()
         {
             drop(&mut report, "dedup:minhash");

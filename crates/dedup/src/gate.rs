@@ -8,12 +8,14 @@ use async_trait::async_trait;
 
 use crate::minhash::{LshIndex, MinHasher, MinSketch};
 use crate::simhash::{Banding, Fingerprint, hamming};
+use xxhash_rust::xxh3::xxh3_64;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum GateVerdict {
-    /// First of its kind: kept, and now in the index.
+    /// First of its kind: kept.
     Kept,
-    /// A copy of `of` (the id it was kept under) by SimHash; distance 0 for an exact copy.
+    /// A copy of `of` (an earlier page, itself kept or a copy) by SimHash; distance 0 for
+    /// an exact copy.
     Duplicate { of: String, distance: u32 },
     /// A near-copy of `of` by MinHash: `similarity` is the estimated Jaccard similarity of
     /// their word 5-grams.
@@ -86,13 +88,19 @@ pub trait Gate: Send + Sync {
         GateMethod::SimHash
     }
 
-    /// Keeps `id` unless a page near enough is already kept under another id. Idempotent
-    /// per id: a redelivered page matches itself and is `Kept`.
+    /// Keeps `id` unless a page near enough was shown before it under another id, and
+    /// remembers it. Idempotent per id: a redelivered page gets its first verdict.
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError>;
 }
 
+/// The hash a gate knows a page's id by (both runtimes: a redelivery is found by it).
+pub fn id_hash(id: &str) -> u64 {
+    xxh3_64(id.as_bytes())
+}
+
 /// A match on the page's own id is a redelivery, not a copy. For every [`Gate`]
-/// implementation, here and in `trawl_cluster::redis_gate`.
+/// implementation, here and in `trawl_cluster`: a guard, as each gate already excludes
+/// its own id.
 pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
     match v {
         GateVerdict::Duplicate { ref of, .. } | GateVerdict::Similar { ref of, .. } if of == id => {
@@ -114,6 +122,9 @@ struct Inner {
     bands: HashMap<(u32, u64), Vec<u32>>,
     /// Fingerprint and id of each page stored, in the order they came.
     stored: Vec<(u64, String)>,
+    /// Hash of each stored id -> its index: a page shown again is known by its id,
+    /// whatever its text became.
+    by_id: HashMap<u64, u32>,
 }
 
 /// The in-process SimHash gate. Every page with a fingerprint of its own is stored, copies
@@ -159,11 +170,20 @@ impl MemoryGate {
     /// The same rule as `trawl_cluster::redis_gate`, candidate for candidate: an exact copy
     /// of another page names it; otherwise the nearest stored page within the distance,
     /// the first met (band by band, oldest first) among equals. A page shown again (a
-    /// redelivery) finds itself and is matched only against the pages stored before it.
+    /// redelivery) is known by its id and matched only against the pages stored before it,
+    /// so it gets its first answer even if its text changed.
     pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let id_hash = id_hash(id);
+        let own = inner
+            .by_id
+            .get(&id_hash)
+            .copied()
+            .filter(|i| inner.stored[*i as usize].1 == id);
+        let earlier = |i: u32| own.is_none_or(|o| i < o);
         if let Some(&i) = inner.exact.get(&fp.exact)
             && inner.stored[i as usize].1 != id
+            && earlier(i)
         {
             return GateVerdict::Duplicate {
                 of: inner.stored[i as usize].1.clone(),
@@ -180,32 +200,19 @@ impl MemoryGate {
                 }
             }
         }
-        let own = cands
-            .iter()
-            .map(|(_, i)| *i)
-            .filter(|i| inner.stored[*i as usize].1 == id)
-            .min();
         let mut best: Option<(u32, u32)> = None;
         for &(d, i) in &cands {
-            if inner.stored[i as usize].1 != id
-                && own.is_none_or(|o| i < o)
-                && best.is_none_or(|(bd, _)| d < bd)
-            {
+            if inner.stored[i as usize].1 != id && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
                 best = Some((d, i));
             }
         }
-        // Not stored: a redelivery, a print already stored, or one no bucket has room for
-        // (none would reach it).
-        let room = b.iter().any(|k| {
-            inner
-                .bands
-                .get(k)
-                .is_none_or(|bucket| bucket.len() < MAX_PRINTS_PER_BUCKET)
-        });
-        if own.is_none() && room && !cands.iter().any(|(d, _)| *d == 0) {
+        // Not stored: a redelivery, or a print already stored. A full bucket takes no more
+        // prints; the page stays known by its id and exact hash.
+        if own.is_none() && !cands.iter().any(|(d, _)| *d == 0) {
             let idx = inner.stored.len() as u32;
             inner.stored.push((fp.simhash, id.to_string()));
             inner.exact.entry(fp.exact).or_insert(idx);
+            inner.by_id.insert(id_hash, idx);
             for key in b {
                 let bucket = inner.bands.entry(key).or_default();
                 if bucket.len() < MAX_PRINTS_PER_BUCKET {
@@ -436,6 +443,13 @@ mod chain_tests {
         assert_eq!(g.check_and_insert_sync(fp(b, 2), "b"), vb);
         assert_eq!(g.check_and_insert_sync(fp(c, 3), "c"), vc);
         assert_eq!(g.check_and_insert_sync(fp(a, 1), "a"), GateVerdict::Kept);
+        assert_eq!(g.len(), 3);
+        // A redelivery whose text changed (a replica's boilerplate lines differ) is known
+        // by its id: a's new print is within reach of b and c only, still it is kept.
+        assert_eq!(
+            g.check_and_insert_sync(fp(c ^ 1, 9), "a"),
+            GateVerdict::Kept
+        );
         assert_eq!(g.len(), 3);
         // An exact copy of the copy names it, and is not stored.
         let vd = g.check_and_insert_sync(fp(c, 3), "d");

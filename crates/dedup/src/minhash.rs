@@ -275,12 +275,16 @@ const NONE: u32 = u32::MAX;
 
 /// An LSH index of sketches. Buckets are chains through the documents: a map from band key
 /// to the newest document in it, and per document and band the next older one, so a
-/// document costs [`SKETCH_BYTES`] + 4 bytes a band + one map entry a band, plus its id.
-/// Every document shown is indexed, copies too (see the module's note on groups).
+/// document costs [`SKETCH_BYTES`] + 4 bytes a band + one map entry a band, plus its id
+/// and an entry of the id map. Every document shown is stored, copies too (see the
+/// module's note on groups), linked into the buckets that have room.
 #[derive(Default)]
 pub struct LshIndex {
     /// Band key -> the newest document in its bucket and how many the bucket holds.
     heads: HashMap<u64, (u32, u32)>,
+    /// Hash of each stored id -> its document: a page shown again is known by its id,
+    /// whatever its text became.
+    by_id: HashMap<u64, u32>,
     next: Vec<[u32; BANDS]>,
     sketches: Vec<u8>,
     ids: Vec<String>,
@@ -296,17 +300,16 @@ pub struct Match {
 
 /// The verified candidates of a sketch: (document, equal groups), in index order.
 fn verified(index: &LshIndex, sk: &MinSketch) -> Vec<(u32, u32)> {
-    let mut checked: Vec<u32> = Vec::new();
+    let mut checked: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let mut passed = Vec::new();
     for (band, key) in sk.bands.iter().enumerate() {
         let mut at = index.heads.get(key).map_or(NONE, |(head, _)| *head);
         while at != NONE {
             let doc = at;
             at = index.next[doc as usize][band];
-            if checked.contains(&doc) {
+            if !checked.insert(doc) {
                 continue;
             }
-            checked.push(doc);
             let start = doc as usize * SKETCH_BYTES;
             let other = &index.sketches[start..start + SKETCH_BYTES];
             if let Some(m) = matches_at_least(&sk.bits, other, index.need) {
@@ -365,7 +368,18 @@ impl LshIndex {
         }
         self.next.push(links);
         self.sketches.extend_from_slice(&sk.bits);
+        self.by_id.insert(crate::gate::id_hash(id), doc);
         self.ids.push(id.to_string());
+    }
+
+    /// The most similar earlier document, then `sk` indexed (unless a stored sketch equals
+    /// it), with no regard to ids: the export's rule, where a repeated id is a repeated row.
+    pub fn match_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
+        let best = best_of(verified(self, sk));
+        if best.is_none_or(|(_, m)| m < PERMS as u32) {
+            self.insert(sk, id);
+        }
+        best.map(|(doc, m)| self.matched(doc, m))
     }
 
     /// The document `id` copies, if any, and `id` indexed unless a stored sketch equals
@@ -373,23 +387,17 @@ impl LshIndex {
     /// indexed before it was, so the answer is the same as the first time and it is not
     /// indexed twice.
     pub fn check_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
-        let passed = verified(self, sk);
-        let own = passed
-            .iter()
-            .map(|(doc, _)| *doc)
-            .find(|doc| self.ids[*doc as usize] == id);
+        let own = self
+            .by_id
+            .get(&crate::gate::id_hash(id))
+            .copied()
+            .filter(|doc| self.ids[*doc as usize] == id);
         let best = best_of(
-            passed
+            verified(self, sk)
                 .into_iter()
                 .filter(|(doc, _)| own.is_none_or(|o| *doc < o)),
         );
-        // Not stored either: a page no bucket has room for (none would reach it).
-        let room = sk.bands.iter().any(|k| {
-            self.heads
-                .get(k)
-                .is_none_or(|(_, count)| *count < MAX_BUCKET)
-        });
-        if own.is_none() && room && best.is_none_or(|(_, m)| m < PERMS as u32) {
+        if own.is_none() && best.is_none_or(|(_, m)| m < PERMS as u32) {
             self.insert(sk, id);
         }
         best.map(|(doc, m)| self.matched(doc, m))
@@ -494,8 +502,10 @@ mod tests {
         );
         // Copies are indexed too.
         assert_eq!(idx.len(), 3);
-        // Shown again, each gets its first answer and is not indexed twice.
+        // Shown again, each gets its first answer and is not indexed twice, even with
+        // another text: "a" now reads as "b".
         assert!(idx.check_and_insert(&h.sketch(&base), "a").is_none());
+        assert!(idx.check_and_insert(&h.sketch(&near), "a").is_none());
         assert_eq!(idx.check_and_insert(&h.sketch(&near), "b").unwrap().id, "a");
         assert_eq!(idx.len(), 3);
         // Short texts: one shingle each, equal or not.

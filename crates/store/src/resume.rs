@@ -13,7 +13,9 @@ use crate::journal::kind_of;
 use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreError, StoreResult};
 
-/// A written page the dedup gate must know again (both gates store copies too).
+/// A written page the dedup gate must know again: one kept, not a copy. (Copies are not
+/// put back: the gate's order is not the write order, so a copy can be written while the
+/// page it names is not, and that page, fetched again, must not be matched to its copy.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeptPage {
     pub final_url: String,
@@ -100,7 +102,8 @@ fn read(conn: &Connection, crawl: &str) -> StoreResult<Resume> {
         ..Resume::default()
     };
     let mut rows = conn.prepare(
-        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, page_offset
+        "SELECT url, state, depth, kind, priority, final_url, simhash, text_hash, duplicate_of,
+                page_offset
          FROM urls",
     )?;
     let mut it = rows.query([])?;
@@ -164,9 +167,10 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
     let final_url: Option<String> = row.get(5)?;
     let simhash: Option<String> = row.get(6)?;
     let text_hash: Option<String> = row.get(7)?;
-    let page_offset: Option<i64> = row.get(8)?;
-    let parsed = match (final_url, simhash, text_hash) {
-        (Some(f), Some(s), Some(t)) => u64::from_str_radix(&s, 16)
+    let duplicate_of: Option<String> = row.get(8)?;
+    let page_offset: Option<i64> = row.get(9)?;
+    let parsed = match (final_url, simhash, text_hash, duplicate_of) {
+        (Some(f), Some(s), Some(t), None) => u64::from_str_radix(&s, 16)
             .ok()
             .zip(u128::from_str_radix(&t, 16).ok())
             .map(|(simhash, text_hash)| KeptPage {
