@@ -296,7 +296,7 @@ pub fn ingest(
                                 .and_then(|s| s.record_id.clone())
                                 .unwrap_or_else(|| page.url.clone());
                             if let GateVerdict::Duplicate { of, distance } =
-                                g.check_and_insert_sync(fp, &id)
+                                g.match_and_insert_sync(fp, &id)
                             {
                                 if distance == 0 {
                                     report.duplicates_exact += 1;

@@ -166,23 +166,34 @@ impl MemoryGate {
         self.len() == 0
     }
 
-    /// The same check without the async interface, for threaded callers (`trawl ingest`).
+    /// The same check without the async interface, for threaded callers and restores.
     /// The same rule as `trawl_cluster::redis_gate`, candidate for candidate: an exact copy
     /// of another page names it; otherwise the nearest stored page within the distance,
     /// the first met (band by band, oldest first) among equals. A page shown again (a
     /// redelivery) is known by its id and matched only against the pages stored before it,
     /// so it gets its first answer even if its text changed.
     pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
+        self.check(fp, id, true)
+    }
+
+    /// The same rule with no regard to ids, for `trawl ingest`, where a record id seen
+    /// again (one archive read twice) is a copy, not a redelivery.
+    pub fn match_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
+        self.check(fp, id, false)
+    }
+
+    fn check(&self, fp: Fingerprint, id: &str, by_id: bool) -> GateVerdict {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let id_hash = id_hash(id);
         let own = inner
             .by_id
             .get(&id_hash)
             .copied()
-            .filter(|i| inner.stored[*i as usize].1 == id);
+            .filter(|i| by_id && inner.stored[*i as usize].1 == id);
         let earlier = |i: u32| own.is_none_or(|o| i < o);
+        let other = |i: u32| !by_id || inner.stored[i as usize].1 != id;
         if let Some(&i) = inner.exact.get(&fp.exact)
-            && inner.stored[i as usize].1 != id
+            && other(i)
             && earlier(i)
         {
             return GateVerdict::Duplicate {
@@ -202,7 +213,7 @@ impl MemoryGate {
         }
         let mut best: Option<(u32, u32)> = None;
         for &(d, i) in &cands {
-            if inner.stored[i as usize].1 != id && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
+            if other(i) && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
                 best = Some((d, i));
             }
         }
@@ -451,6 +462,14 @@ mod chain_tests {
             GateVerdict::Kept
         );
         assert_eq!(g.len(), 3);
+        // Ingest's rule: a record id seen again is a copy (one archive read twice).
+        assert_eq!(
+            g.match_and_insert_sync(fp(a, 1), "a"),
+            GateVerdict::Duplicate {
+                of: "a".into(),
+                distance: 0
+            }
+        );
         // An exact copy of the copy names it, and is not stored.
         let vd = g.check_and_insert_sync(fp(c, 3), "d");
         assert_eq!(
