@@ -25,8 +25,8 @@ fi
 ls -lL "$OUT"/warc/* >&2
 
 if [ ! -x .xbench/bin/python ]; then python3 -m venv .xbench; fi
-.xbench/bin/python -c "import datatrove, warcio, spacy, cchardet, magic, orjson" 2>/dev/null ||
-  .xbench/bin/pip install -q "datatrove[processing]" warcio spacy faust-cchardet python-magic orjson
+.xbench/bin/python -c "import datatrove, warcio, spacy, cchardet, magic, orjson, lxml_html_clean" 2>/dev/null ||
+  .xbench/bin/pip install -q "datatrove[processing]" warcio spacy faust-cchardet python-magic orjson lxml_html_clean
 
 cargo build --release --locked -p trawl
 pin() { if command -v taskset >/dev/null; then taskset -c 0 "$@"; else "$@"; fi; }
