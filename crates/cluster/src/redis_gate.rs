@@ -30,8 +30,17 @@ use trawl_dedup::gate::{
 };
 use trawl_dedup::simhash::{Banding, Fingerprint};
 
-fn redis_err(e: redis::RedisError) -> GateError {
+pub(crate) fn redis_err(e: redis::RedisError) -> GateError {
     GateError::Redis(e.to_string())
+}
+
+/// Deletes every key of a crawl's gate under `prefix` (both gates' `clear`).
+pub(crate) async fn clear_prefix(conn: &ConnectionManager, prefix: &str) -> Result<(), GateError> {
+    let mut conn = conn.clone();
+    crate::redis_conn::unlink_prefixed(&mut conn, prefix)
+        .await
+        .map(|_| ())
+        .map_err(redis_err)
 }
 
 /// KEYS: exact bucket, ids group of this print, the page count, the id group of this
@@ -153,11 +162,7 @@ impl RedisGate {
 
     /// Deletes every key of this crawl's gate (tests, benchmarks, finished crawls).
     pub async fn clear(&self) -> Result<(), GateError> {
-        let mut conn = self.conn.clone();
-        crate::redis_conn::unlink_prefixed(&mut conn, &self.prefix)
-            .await
-            .map(|_| ())
-            .map_err(redis_err)
+        clear_prefix(&self.conn, &self.prefix).await
     }
 }
 

@@ -22,14 +22,11 @@ use redis::Script;
 use redis::aio::ConnectionManager;
 
 use crate::redis_conn::Within;
+use crate::redis_gate::{clear_prefix, redis_err};
 use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, id_hash, unless_self};
 use trawl_dedup::minhash::{
     MARGIN, MAX_BUCKET, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table,
 };
-
-fn redis_err(e: redis::RedisError) -> GateError {
-    GateError::Redis(e.to_string())
-}
 
 /// KEYS: the page count, the id group of this page, then one band group per band. ARGV:
 /// id, sketch, matches needed, key prefix, the id's hash (8 bytes), then the field of each
@@ -133,11 +130,7 @@ impl RedisMinGate {
 
     /// Deletes every key of this crawl's gate (tests, benchmarks, finished crawls).
     pub async fn clear(&self) -> Result<(), GateError> {
-        let mut conn = self.conn.clone();
-        crate::redis_conn::unlink_prefixed(&mut conn, &self.prefix)
-            .await
-            .map(|_| ())
-            .map_err(redis_err)
+        clear_prefix(&self.conn, &self.prefix).await
     }
 }
 
