@@ -10,6 +10,16 @@ fn seeds(site: &TestSite) -> Vec<String> {
         .collect()
 }
 
+/// The four versions of an article, crawled in seed order: one fetch at a time and spaced,
+/// so each page is through the gate before the next arrives and "first" is the seed order.
+fn in_seed_order(site: &TestSite, out: &std::path::Path) -> trawl::CrawlOptions {
+    let mut o = options(&seeds(site), out);
+    o.crawl.max_depth = 0;
+    o.concurrency = 1;
+    o.crawl.delay_ms = 150;
+    o
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_point_at_the_first_page_kept() {
     let site = TestSite::start(SiteConfig {
@@ -19,12 +29,7 @@ async fn copies_point_at_the_first_page_kept() {
     .await
     .unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut o = options(&seeds(&site), out.path());
-    o.crawl.max_depth = 0;
-    o.concurrency = 1;
-    // Spaced fetches: each page is through the gate before the next arrives, so "first"
-    // is the seed order.
-    o.crawl.delay_ms = 150;
+    let mut o = in_seed_order(&site, out.path());
     // One word changed in 400 moves this text's SimHash by 3 bits; the default distance
     // (< 3) is for the corpus evaluation to settle, this test is about the plumbing.
     o.crawl.dedup_distance = 3;
@@ -72,10 +77,7 @@ async fn the_minhash_gate_names_copies_with_their_similarity() {
     .await
     .unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut o = options(&seeds(&site), out.path());
-    o.crawl.max_depth = 0;
-    o.concurrency = 1;
-    o.crawl.delay_ms = 150;
+    let mut o = in_seed_order(&site, out.path());
     o.crawl.dedup_method = trawl_core::settings::DedupMethod::Minhash;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());

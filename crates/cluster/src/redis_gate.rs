@@ -25,9 +25,7 @@ use crate::redis_conn::Within;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use trawl_dedup::gate::{
-    Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, id_hash, unless_self,
-};
+use trawl_dedup::gate::{Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, id_hash};
 use trawl_dedup::simhash::{Banding, Fingerprint};
 
 pub(crate) fn redis_err(e: redis::RedisError) -> GateError {
@@ -205,13 +203,10 @@ impl Gate for RedisGate {
             .map_err(redis_err)?;
         match distance {
             -1 => Ok(GateVerdict::Kept),
-            d if d >= 0 => Ok(unless_self(
-                GateVerdict::Duplicate {
-                    of,
-                    distance: d as u32,
-                },
-                id,
-            )),
+            d if d >= 0 => Ok(GateVerdict::Duplicate {
+                of,
+                distance: d as u32,
+            }),
             d => Err(GateError::Reply(format!("unexpected distance {d}"))),
         }
     }

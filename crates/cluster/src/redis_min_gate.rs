@@ -23,7 +23,7 @@ use redis::aio::ConnectionManager;
 
 use crate::redis_conn::Within;
 use crate::redis_gate::{clear_prefix, redis_err};
-use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, id_hash, unless_self};
+use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, id_hash};
 use trawl_dedup::minhash::{
     MARGIN, MAX_BUCKET, PERMS, SKETCH_BYTES, estimate, matches_needed, mismatch_table,
 };
@@ -167,13 +167,10 @@ impl Gate for RedisMinGate {
             .map_err(redis_err)?;
         match matches {
             -1 => Ok(GateVerdict::Kept),
-            m if (0..=PERMS as i64).contains(&m) => Ok(unless_self(
-                GateVerdict::Similar {
-                    of,
-                    similarity: estimate(m as u32) as f32,
-                },
-                id,
-            )),
+            m if (0..=PERMS as i64).contains(&m) => Ok(GateVerdict::Similar {
+                of,
+                similarity: estimate(m as u32) as f32,
+            }),
             m => Err(GateError::Reply(format!("unexpected match count {m}"))),
         }
     }

@@ -98,18 +98,6 @@ pub fn id_hash(id: &str) -> u64 {
     xxh3_64(id.as_bytes())
 }
 
-/// A match on the page's own id is a redelivery, not a copy. For every [`Gate`]
-/// implementation, here and in `trawl_cluster`: a guard, as each gate already excludes
-/// its own id.
-pub fn unless_self(v: GateVerdict, id: &str) -> GateVerdict {
-    match v {
-        GateVerdict::Duplicate { ref of, .. } | GateVerdict::Similar { ref of, .. } if of == id => {
-            GateVerdict::Kept
-        }
-        other => other,
-    }
-}
-
 /// Prints a SimHash band bucket holds; later ones with the same band value are reached
 /// through their other bands. Random prints put about 5 in a 21-bit band at 10 million
 /// pages; a family of thousands of pages a bit or two apart would fill one without bound.
@@ -244,7 +232,7 @@ impl MemoryGate {
 #[async_trait]
 impl Gate for MemoryGate {
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
-        Ok(unless_self(self.check_and_insert_sync(page.fp, id), id))
+        Ok(self.check_and_insert_sync(page.fp, id))
     }
 }
 
@@ -256,8 +244,8 @@ pub struct MemoryMinGate {
 }
 
 impl MemoryMinGate {
-    /// Near-copies are pages whose estimated word 5-gram Jaccard similarity with a kept
-    /// page reaches `threshold`.
+    /// Near-copies are pages whose estimated word 5-gram Jaccard similarity with an earlier
+    /// page reaches `threshold` (plus [`crate::minhash::MARGIN`]).
     pub fn new(threshold: f64) -> Self {
         MemoryMinGate {
             index: Mutex::new(LshIndex::new(threshold)),
@@ -293,7 +281,7 @@ impl Gate for MemoryMinGate {
 
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
-        Ok(unless_self(self.check_and_insert_sync(sk, id), id))
+        Ok(self.check_and_insert_sync(sk, id))
     }
 }
 
