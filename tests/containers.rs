@@ -18,7 +18,8 @@ use support::services::submit_wait;
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 const PROJECT: &str = "trawltest";
-const SERVICES: [&str; 7] = [
+const SERVICES: [&str; 8] = [
+    "ingester",
     "frontier",
     "fetcher",
     "extractor",
@@ -28,7 +29,7 @@ const SERVICES: [&str; 7] = [
     "refiner",
 ];
 /// Each service's metrics port in host-network.yml, in the order of [`SERVICES`].
-const PORTS: [u16; 7] = [19101, 19102, 19103, 19106, 19104, 19105, 19107];
+const PORTS: [u16; 8] = [19108, 19101, 19102, 19103, 19106, 19104, 19105, 19107];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -92,6 +93,8 @@ impl Stack {
             .args(["-f", "deploy/compose/host-network.yml"])
             .args(args)
             .env("TRAWL_DATA_DIR", &self.data)
+            // The ingester's archives: a directory of the test's, not one in the checkout.
+            .env("TRAWL_ARCHIVES_DIR", &self.data)
             .env("TRAWL_CRAWL", &self.crawl)
             // The killed fetcher's job and host come back within seconds.
             .env("TRAWL_ACK_WAIT_S", "5")

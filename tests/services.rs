@@ -25,7 +25,7 @@ impl Drop for Services {
 }
 
 /// The binaries the cluster tests run.
-pub const NAMES: [&str; 8] = [
+pub const NAMES: [&str; 9] = [
     "trawl",
     "trawl-frontier",
     "trawl-fetcher",
@@ -34,6 +34,7 @@ pub const NAMES: [&str; 8] = [
     "trawl-notifier",
     "trawl-renderer",
     "trawl-refiner",
+    "trawl-ingester",
 ];
 
 /// The binaries, in the order of [`NAMES`]; `None` (with a message) when the servers or
@@ -122,12 +123,24 @@ pub struct Stack {
     pub services: Services,
     trawl: PathBuf,
     paths: Vec<PathBuf>,
+    /// The index in [`NAMES`] of each service, in start order.
+    stages: Vec<usize>,
     env: Vec<(&'static str, String)>,
 }
 
 impl Stack {
     /// Starts the stages with the stack's names, two workers each, and `extra` variables.
     pub fn start(paths: &[PathBuf], extra: &[(&'static str, &str)]) -> Stack {
+        Self::start_services(paths, &[1, 2, 3, 4], extra)
+    }
+
+    /// Starts the services named by their index in [`NAMES`] (one process each, in this
+    /// order), with the stack's names and `extra` variables.
+    pub fn start_services(
+        paths: &[PathBuf],
+        stages: &[usize],
+        extra: &[(&'static str, &str)],
+    ) -> Stack {
         let tag = uuid::Uuid::new_v4().simple().to_string();
         let (crawl, prefix) = (format!("s{}", &tag[..10]), format!("q{}", &tag[..10]));
         let out = tempfile::tempdir().unwrap();
@@ -139,7 +152,7 @@ impl Stack {
         ];
         env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
         let mut services = Services(Vec::new());
-        for stage in 1..=4 {
+        for &stage in stages {
             let c = spawn(&paths[stage], &env, free_port());
             services.0.push((NAMES[stage].to_string(), c));
         }
@@ -150,17 +163,18 @@ impl Stack {
             services,
             trawl: paths[0].clone(),
             paths: paths.to_vec(),
+            stages: stages.to_vec(),
             env,
         }
     }
 
-    /// Kills the service at `i` (0: frontier, 1: fetcher, 2: extractor, 3: indexer) with
-    /// SIGKILL and starts it again.
+    /// Kills the service at `i` (in start order; by default 0: frontier, 1: fetcher,
+    /// 2: extractor, 3: indexer) with SIGKILL and starts it again.
     pub fn kill_and_restart(&mut self, i: usize) {
         let (_, c) = &mut self.services.0[i];
         let _ = c.kill();
         let _ = c.wait();
-        *c = spawn(&self.paths[i + 1], &self.env, free_port());
+        *c = spawn(&self.paths[self.stages[i]], &self.env, free_port());
     }
 
     /// `trawl submit ARGS... --wait` for the stack's crawl, started now; the handle yields
@@ -177,6 +191,11 @@ impl Stack {
             }
         }
         submit_wait(&self.trawl, args, &env)
+    }
+
+    /// The stack's own variables (crawl id, queue prefix, servers) for a command of the test's.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        self.env.clone()
     }
 
     fn var(&self, key: &str) -> Option<&str> {

@@ -9,10 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters, hop_stats};
+use trawl_cluster::redis_archives::RedisLedger;
 use trawl_cluster::redis_history::RedisHistory;
 use trawl_cluster::redis_state::RedisState;
 use trawl_cluster::service;
-use trawl_core::Discovered;
+use trawl_core::archives::{ArchiveLedger, ArchiveProgress, ArchiveStage, ArchivesSummary};
 use trawl_core::counters::{Counter, Counters};
 use trawl_core::history::Unlinked;
 use trawl_core::pipeline::HOPS;
@@ -20,6 +21,7 @@ use trawl_core::queue::Queue;
 use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::State;
+use trawl_core::{ArchiveJob, Discovered, MESSAGE_VERSION};
 
 use crate::options::Targets;
 
@@ -45,6 +47,16 @@ pub struct SubmitArgs {
     /// With --since: fetch only the pages the adaptive revisit interval makes due.
     #[arg(long, requires = "since")]
     pub due_only: bool,
+    /// Ingest web archives instead of crawling: a list of archives, one per line (Common
+    /// Crawl's `warc.paths.gz` / `wet.paths.gz`; gzip or plain; a file or an http(s) URL),
+    /// or an archive itself (`.warc[.gz]`, `.wet[.gz]`, `.arc[.gz]`). One job per archive
+    /// for the `trawl-ingester` services; local paths must be readable by them.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["since", "due_only"])]
+    pub archives: Vec<String>,
+    /// Where the lists' relative entries are: a URL prefix (Common Crawl's lists:
+    /// `https://data.commoncrawl.org/`) or a directory [default: where the list is].
+    #[arg(long, value_name = "URL|DIR", requires = "archives")]
+    pub archive_base: Option<String>,
     #[command(flatten)]
     pub cluster: ClusterSettings,
     #[command(flatten)]
@@ -150,6 +162,9 @@ pub struct Status {
     pub dead_letters: u64,
     pub drained: bool,
     pub counters: BTreeMap<String, i64>,
+    /// A distributed ingest's archives (`trawl submit --archives`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archives: Option<ArchivesSummary>,
 }
 
 fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
@@ -163,7 +178,17 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         );
     }
     args.settings.validate()?;
-    let (_, start) = args.targets.resolve(&args.settings.normalizer())?;
+    let start = if args.archives.is_empty() {
+        args.targets.resolve(&args.settings.normalizer())?.1
+    } else {
+        if !args.targets.seed_list()?.is_empty()
+            || !args.targets.sitemaps.is_empty()
+            || !args.targets.feeds.is_empty()
+        {
+            bail!("--archives ingests archives: give start URLs to another crawl id");
+        }
+        Vec::new()
+    };
     Ok(CrawlSpec {
         crawl: args.crawl.clone(),
         start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
@@ -176,6 +201,9 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let spec = spec_from(args)?;
+    // The lists are read before anything is stored: a list that cannot be read stops here.
+    let sources =
+        crate::archive_list::archives(&args.archives, args.archive_base.as_deref()).await?;
     let c = &args.cluster;
     let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
     if let Some(since) = &spec.since {
@@ -211,14 +239,69 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     )
     .await
     .map_err(anyhow::Error::msg)?;
-    let discovered: Arc<JetStreamQueue<Discovered>> = service::queue(&client, c, "discovered")
-        .await
-        .map_err(anyhow::Error::msg)?;
-    discovered.publish(spec.seeds_message()).await?;
+    if args.archives.is_empty() {
+        let discovered: Arc<JetStreamQueue<Discovered>> = service::queue(&client, c, "discovered")
+            .await
+            .map_err(anyhow::Error::msg)?;
+        discovered.publish(spec.seeds_message()).await?;
+    } else {
+        submit_archives(&client, c, &spec.crawl, &sources).await?;
+    }
     println!("{}", spec.crawl);
     if args.wait {
-        wait_drained(c, &args.crawl, args.wait_timeout).await?;
+        let s = wait_drained(c, &args.crawl, args.wait_timeout).await?;
+        let failed = s
+            .archives
+            .as_ref()
+            .and_then(|a| a.stages.get("failed").copied())
+            .unwrap_or(0);
+        if failed > 0 {
+            bail!(
+                "{failed} archives failed on every try (their reasons: `trawl status {}`, \
+                 `trawl dlq list ingester`)",
+                args.crawl
+            );
+        }
     }
+    Ok(())
+}
+
+/// One job per archive not known to the crawl's ledger yet (or failed before: submitting
+/// again retries it); the ledger entry is written before the job, so `trawl status`
+/// counts it from the start.
+async fn submit_archives(
+    client: &async_nats::Client,
+    c: &ClusterSettings,
+    crawl: &str,
+    sources: &[String],
+) -> anyhow::Result<()> {
+    let ledger = RedisLedger::connect(&c.redis_url, crawl).await?;
+    let jobs: Arc<JetStreamQueue<ArchiveJob>> = service::queue(client, c, "archives")
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let (mut queued, mut known) = (0, 0);
+    for source in sources {
+        let fresh = ArchiveProgress::queued(source);
+        if !ledger.add(&fresh).await? {
+            match ledger.get(source).await? {
+                Some(p) if p.stage == ArchiveStage::Failed => ledger.put(&fresh).await?,
+                _ => {
+                    known += 1;
+                    continue;
+                }
+            }
+        }
+        jobs.publish(ArchiveJob {
+            v: MESSAGE_VERSION,
+            crawl: crawl.to_string(),
+            source: source.clone(),
+        })
+        .await?;
+        queued += 1;
+    }
+    eprintln!(
+        "{queued} archives queued for the ingesters ({known} submitted before, left as they are)"
+    );
     Ok(())
 }
 
@@ -251,7 +334,7 @@ async fn check_baseline(c: &ClusterSettings, crawl: &str, since: &str) -> anyhow
 }
 
 /// Polls the crawl's status until it has been drained four times in a row, then prints it.
-async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyhow::Result<()> {
+async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyhow::Result<Status> {
     let mut quiet = 0;
     let mut last = std::time::Instant::now();
     let started = std::time::Instant::now();
@@ -272,12 +355,19 @@ async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyho
         quiet = if s.drained { quiet + 1 } else { 0 };
         if quiet >= 4 {
             println!("{}", serde_json::to_string_pretty(&s)?);
-            return Ok(());
+            return Ok(s);
         }
         if last.elapsed() >= Duration::from_secs(2) {
             last = std::time::Instant::now();
+            let archives = s.archives.as_ref().map_or(String::new(), |a| {
+                format!(
+                    ", archives {} of {} done",
+                    a.stages.get("done").copied().unwrap_or(0),
+                    a.total
+                )
+            });
             eprintln!(
-                "{} pages indexed, {} URLs queued, {} messages pending",
+                "{} pages indexed, {} URLs queued, {} messages pending{archives}",
                 s.pages_indexed,
                 s.queued_urls,
                 s.pending.values().sum::<u64>()
@@ -330,7 +420,13 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs
     // (asked only once nothing else is left: `--wait` polls this).
     let drained = idle && rechecked(cluster, crawl).await?;
+    let ledger = RedisLedger::connect(&cluster.redis_url, crawl)
+        .await?
+        .all()
+        .await?;
+    let archives = (!ledger.is_empty()).then(|| ArchivesSummary::of(&ledger, 100));
     Ok(Status {
+        archives,
         crawl: crawl.to_string(),
         drained,
         pending,
@@ -367,7 +463,40 @@ pub async fn print_status(args: &StatusArgs) -> anyhow::Result<()> {
         s.duplicates,
         s.dead_letters
     );
+    if let Some(a) = &s.archives {
+        print_archives(a);
+    }
     Ok(())
+}
+
+fn print_archives(a: &ArchivesSummary) {
+    let stages: Vec<String> = a.stages.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    println!(
+        "  archives: {} ({}); {} records read, {} documents, {} duplicates, {} malformed",
+        a.total,
+        stages.join(", "),
+        a.records,
+        a.documents,
+        a.duplicates,
+        a.malformed
+    );
+    for p in &a.unfinished {
+        let stage = serde_json::to_value(p.stage)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let why = p
+            .error
+            .as_deref()
+            .map_or(String::new(), |e| format!(": {e}"));
+        println!(
+            "    {stage:<8} {} (try {}, {} records, {} documents){why}",
+            p.source,
+            p.attempts,
+            p.records_read(),
+            p.documents
+        );
+    }
 }
 
 fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
@@ -375,7 +504,10 @@ fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
         .copied()
         .find(|(h, s)| *s == stage || *h == stage)
         .with_context(|| {
-            format!("unknown stage {stage:?}: frontier, fetcher, extractor, indexer or notifier")
+            format!(
+                "unknown stage {stage:?}: ingester, frontier, fetcher, extractor, renderer, \
+                 indexer, refiner or notifier"
+            )
         })
 }
 

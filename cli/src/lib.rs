@@ -1,6 +1,7 @@
 //! The `trawl` command's library: the embedded runtime and its options, report and progress
 //! display. The binary in `main.rs` is a thin command-line front.
 
+pub mod archive_list;
 pub mod cluster;
 pub mod corpus;
 pub mod crawl_dir;

@@ -12,7 +12,7 @@ bin_dir="$1"
 model_dir="$2"
 pre=deploy/docker/prebuilt
 for b in trawl trawl-frontier trawl-fetcher trawl-extractor trawl-indexer trawl-notifier trawl-renderer \
-         trawl-refiner; do
+         trawl-refiner trawl-ingester; do
   install -m 0755 "$bin_dir/$b" "$pre/bin/$b"
   # The test build's debug info out: the image carries code only, as a release build does.
   strip "$pre/bin/$b"

@@ -17,8 +17,8 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "trawl"
 K8S_VERSION = "1.30.0"
-STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
-STREAMS = {"fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "renderer": "TRAWL_RENDER", "indexer": "TRAWL_DOCS",
+STAGES = ["ingester", "frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
+STREAMS = {"ingester": "TRAWL_ARCHIVES", "fetcher": "TRAWL_FETCH", "extractor": "TRAWL_FETCHED", "renderer": "TRAWL_RENDER", "indexer": "TRAWL_DOCS",
            "refiner": "TRAWL_REFINE"}
 # Every setting the refiner's engine takes from the chart (crates/core's RefineSettings).
 REFINE_ENV = {"TRAWL_REFINE_ENGINE", "TRAWL_REFINE_MODEL", "TRAWL_REFINE_ENDPOINT", "TRAWL_REFINE_SERVED_MODEL",
@@ -183,6 +183,17 @@ def check_case(name, values, over):
             check(not REFINE_ENV & env.keys(), f"{tag} {stage} has the refiner's settings {REFINE_ENV & env.keys()}")
         else:
             check_refiner(tag, eff, spec, c, env)
+        if stage == "ingester" or eff["archives"]["existingClaim"]:
+            vols = {v["name"]: v for v in spec.get("volumes", [])}
+            mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+            claim = eff["archives"]["existingClaim"]
+            if stage == "ingester" and claim:
+                check(vols.get("archives", {}).get("persistentVolumeClaim", {}).get("claimName") == claim
+                      and mounts.get("archives", {}).get("mountPath") == eff["archives"]["mountPath"]
+                      and mounts["archives"].get("readOnly") is True,
+                      f"{tag} ingester archives not mounted read-only from {claim}")
+            else:
+                check("archives" not in vols, f"{tag} {stage} mounts the archives")
         if stage == "indexer":
             if eff["model"]["existingClaim"]:
                 vols = {v["name"]: v for v in spec["volumes"]}
@@ -208,7 +219,7 @@ def check_case(name, values, over):
         check(m["spec"]["endpoints"][0]["path"] == "/metrics", f"{tag} ServiceMonitor path")
     scaled = by_kind(docs, "ScaledObject")
     hpas = by_kind(docs, "HorizontalPodAutoscaler")
-    for stage in ["fetcher", "extractor", "renderer", "indexer", "refiner"]:
+    for stage in ["ingester", "fetcher", "extractor", "renderer", "indexer", "refiner"]:
         auto = eff["stages"][stage]["autoscaling"]["enabled"]
         so = scaled.get(f"trawl-{stage}")
         hpa = hpas.get(f"trawl-{stage}")

@@ -1,7 +1,7 @@
 """Checks docker-compose.yml against the compose specification's JSON schema (the copy
 shipped in the docker-compose 1.29.2 wheel, fetched by scripts/test.sh; no Docker engine
 needed), and what the file promises: NATS with JetStream and monitoring, Redis with AOF,
-the seven services with health checks (the refiner with its engine settings), the same on
+the eight services with health checks (the refiner with its engine settings), the same on
 the host's network with a metrics port each, Prometheus scraping them, Grafana with a
 provisioned dashboard whose metrics the services really export. Lints the Dockerfiles with
 hadolint and checks that every binary and path they name exists in the workspace, and that
@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STAGES = ["frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
+STAGES = ["ingester", "frontier", "fetcher", "extractor", "renderer", "indexer", "notifier", "refiner"]
 failures = []
 
 
@@ -66,6 +66,11 @@ def compose():
           "the renderer does not run the image with Chromium (target renderer)")
     check(rend.get("shm_size"), "the renderer has the default 64 MiB /dev/shm Chromium runs short of")
     refiner(svc.get("refiner", {}))
+    ing = svc.get("ingester", {})
+    check(any(str(v).endswith(":/archives:ro") for v in ing.get("volumes", [])),
+          "the ingester does not read archives from a read-only /archives")
+    check(any(str(v).endswith(":/archives:ro") for v in svc.get("submit", {}).get("volumes", [])),
+          "submit cannot read an archive list under /archives")
     host_network(doc)
     api = svc.get("api")
     if check(api is not None, "no api service (trawl serve)"):
@@ -92,7 +97,7 @@ def compose():
     for p in dash["panels"]:
         for t in p["targets"]:
             for metric in re.findall(r"trawl_[a-z_]+", t["expr"]):
-                base = re.sub(r"_(frontier|fetcher|extractor|renderer|indexer|notifier|refiner)_ready$", "_{stage}_ready", metric)
+                base = re.sub(r"_(ingester|frontier|fetcher|extractor|renderer|indexer|notifier|refiner)_ready$", "_{stage}_ready", metric)
                 check(base in source or metric in source, f"dashboard metric {metric} is not exported")
             for event in re.findall(r'event=~"([^"]+)"', t["expr"]):
                 for e in event.split("|"):

@@ -252,6 +252,42 @@ impl<M> JetStreamQueue<M> {
             .ok_or_else(|| CoreError::Backend(format!("no delivery {id} in flight")))
     }
 
+    /// Publishes and waits for the stream's ack; a full stream is waited on (back-pressure).
+    async fn publish_with(&self, msg: M, key: Option<&str>) -> CoreResult<()>
+    where
+        M: Serialize,
+    {
+        let payload: bytes::Bytes = serde_json::to_vec(&msg)
+            .map_err(|e| backend("encode", e))?
+            .into();
+        let mut wait = Duration::from_millis(20);
+        loop {
+            let sent = match key {
+                Some(k) => {
+                    let mut headers = HeaderMap::new();
+                    headers.insert("Nats-Msg-Id", k);
+                    self.js
+                        .publish_with_headers(self.cfg.subject.clone(), headers, payload.clone())
+                        .await
+                }
+                None => {
+                    self.js
+                        .publish(self.cfg.subject.clone(), payload.clone())
+                        .await
+                }
+            };
+            let ack = sent.map_err(|e| backend("publish", e))?;
+            match ack.await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.to_string().contains("maximum messages") => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(backend("publish ack", e)),
+            }
+        }
+    }
+
     /// Copies a message to the dead-letter stream, then removes it from the work queue.
     async fn dead_letter(
         &self,
@@ -365,26 +401,11 @@ where
     M: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     async fn publish(&self, msg: M) -> CoreResult<()> {
-        let payload: bytes::Bytes = serde_json::to_vec(&msg)
-            .map_err(|e| backend("encode", e))?
-            .into();
-        let mut wait = Duration::from_millis(20);
-        loop {
-            let ack = self
-                .js
-                .publish(self.cfg.subject.clone(), payload.clone())
-                .await
-                .map_err(|e| backend("publish", e))?;
-            match ack.await {
-                Ok(_) => return Ok(()),
-                // A full stream refuses new messages: wait for consumers (back-pressure).
-                Err(e) if e.to_string().contains("maximum messages") => {
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(1));
-                }
-                Err(e) => return Err(backend("publish ack", e)),
-            }
-        }
+        self.publish_with(msg, None).await
+    }
+
+    async fn publish_keyed(&self, msg: M, key: &str) -> CoreResult<()> {
+        self.publish_with(msg, Some(key)).await
     }
 
     async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<M>>> {
@@ -467,6 +488,12 @@ where
     async fn term(&self, id: u64) -> CoreResult<()> {
         let (m, attempt) = self.take(id)?;
         self.dead_letter(&m, "terminated", attempt).await
+    }
+
+    async fn term_with(&self, id: u64, reason: &str) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        let reason: String = reason.chars().take(500).collect();
+        self.dead_letter(&m, &reason, attempt).await
     }
 
     async fn progress(&self, id: u64) -> CoreResult<()> {

@@ -5,6 +5,7 @@
 pub mod dead_pages;
 pub mod endpoints;
 pub mod jetstream;
+pub mod redis_archives;
 pub mod redis_conn;
 pub mod redis_gate;
 pub mod redis_history;

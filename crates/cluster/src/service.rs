@@ -221,6 +221,22 @@ impl Backends {
         })
     }
 
+    /// The crawl's archive ledger (a distributed ingest's progress per archive).
+    pub async fn ledger(
+        &self,
+        spec: &CrawlSpec,
+    ) -> Result<Arc<crate::redis_archives::RedisLedger>, String> {
+        crate::redis_archives::RedisLedger::connect(&self.settings.cluster.redis_url, &spec.crawl)
+            .await
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A queue of `hop` that is not one of the [`Hops`] (the ingesters' `archives`).
+    pub async fn queue<M>(&self, hop: &str) -> Result<Arc<JetStreamQueue<M>>, String> {
+        queue(&self.client, &self.settings.cluster, hop).await
+    }
+
     /// Where this crawl keeps its pages for a later re-crawl, and its unlinked set.
     pub async fn archive(&self, spec: &CrawlSpec) -> Result<Arc<RedisHistory>, String> {
         RedisHistory::connect(&self.settings.cluster.redis_url, &spec.crawl)

@@ -5,6 +5,8 @@
 //! Every stage is written against the traits only, so the embedded runtime (in-memory) and
 //! the cluster runtime (NATS JetStream / Redis) run the same stage code.
 
+#[cfg(feature = "runtime")]
+pub mod archives;
 pub mod change;
 pub mod clock;
 pub mod counters;

@@ -224,6 +224,17 @@ pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// `trawl.archives`: one web archive (WARC, WET or ARC, plain or gzip) for an ingester,
+/// published by `trawl submit --archives`. The ingester reads it whole and acks it once
+/// every record is through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ArchiveJob {
+    pub v: u16,
+    pub crawl: String,
+    /// A path the ingesters can read (absolute: a shared volume) or an http(s) URL.
+    pub source: String,
+}
+
 /// The archive record a page was read from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ArchiveSource {

@@ -47,8 +47,10 @@ pub struct Hops {
     pub refine: Arc<dyn Queue<RefineJob>>,
 }
 
-/// The hop names and the stage that consumes each, in pipeline order.
-pub const HOPS: [(&str, &str); 7] = [
+/// The hop names and the stage that consumes each, in pipeline order (`archives`: web
+/// archives for the ingesters of a distributed ingest, whose pages go to `docs`).
+pub const HOPS: [(&str, &str); 8] = [
+    ("archives", "ingester"),
     ("discovered", "frontier"),
     ("fetch", "fetcher"),
     ("fetched", "extractor"),
@@ -74,6 +76,8 @@ pub fn hops_of(stage: &str) -> &'static [&'static str] {
         "indexer" => &["docs", "changed"],
         "refiner" => &["refine"],
         "notifier" => &["changed"],
+        // Its own hop, `archives`, is not one of the `Hops`: it asks for it by name.
+        "ingester" => &["docs"],
         _ => &[
             "discovered",
             "fetch",

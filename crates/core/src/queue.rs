@@ -38,6 +38,17 @@ pub trait Queue<M: Send + 'static>: Send + Sync {
     async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()>;
     /// The message can never succeed (poison); drop it without redelivery.
     async fn term(&self, id: u64) -> CoreResult<()>;
+    /// `term` with the reason the dead letter keeps (the backends without dead letters
+    /// just drop the message).
+    async fn term_with(&self, id: u64, _reason: &str) -> CoreResult<()> {
+        self.term(id).await
+    }
+    /// `publish` of a message known by `key`: a backend with a duplicate window (JetStream's
+    /// `Nats-Msg-Id`) stores a message published again under the same key within it once,
+    /// so a producer that repeats its last steps after a crash does not double them.
+    async fn publish_keyed(&self, msg: M, _key: &str) -> CoreResult<()> {
+        self.publish(msg).await
+    }
     /// Ready plus unacknowledged messages.
     async fn len(&self) -> CoreResult<usize>;
     /// The delivery is still being worked on: not redelivered to another consumer yet.

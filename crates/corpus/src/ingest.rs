@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, GateVerdict, HostLines, MemoryGate, fingerprint};
+use trawl_dedup::{
+    BoilerplateConfig, Fingerprint, GateVerdict, HostLines, MemoryGate, fingerprint,
+};
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -184,12 +186,60 @@ fn text_page(url: &str, date: &str, body: &[u8], ct: &str) -> PageRecord {
 }
 
 /// Records that can hold a page.
-fn page_bearing(kind: &str) -> bool {
+pub fn page_bearing(kind: &str) -> bool {
     matches!(kind, "response" | "resource" | "conversion")
 }
 
+/// The id the dedup gate knows a record by, in both ingests: its `WARC-Record-ID`, else
+/// (ARC files have none) the archive's file name and the record's number in it, so two
+/// captures of one URL are two pages.
+pub fn gate_id(file: &str, rec: &Record) -> String {
+    rec.record_id.clone().unwrap_or_else(|| {
+        let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+        format!("{name}#{}", rec.number)
+    })
+}
+
+/// The page's SimHash, written on it; `None` for a page without text (no gate for it).
+pub fn fingerprint_page(page: &mut PageRecord) -> Option<Fingerprint> {
+    if page.text.is_empty() {
+        return None;
+    }
+    let fp = fingerprint(&page.text);
+    page.simhash = Some(format!("{:016x}", fp.simhash));
+    Some(fp)
+}
+
+/// The gate's verdict written on the page: `Some(exact)` when it is a copy.
+pub fn mark_copy(page: &mut PageRecord, verdict: GateVerdict) -> Option<bool> {
+    match verdict {
+        GateVerdict::Kept => None,
+        GateVerdict::Duplicate { of, distance } => {
+            page.duplicate_of = Some(of);
+            page.distance = Some(distance);
+            Some(distance == 0)
+        }
+        GateVerdict::Similar { of, similarity } => {
+            page.duplicate_of = Some(of);
+            page.similarity = Some(similarity);
+            Some(similarity >= 1.0)
+        }
+    }
+}
+
+/// One record as a page through [`page_from_record`]; a record whose extraction panics
+/// (a parser bug) is skipped with that reason, as the crawl's extractor stage records such
+/// a page instead of stopping.
+pub fn record_to_page(file: &str, rec: &Record) -> Result<PageRecord, String> {
+    match one_record(file, rec, page_from_record) {
+        Out::Page(p, _) => Ok(*p),
+        Out::Skipped(r) => Err(r),
+    }
+}
+
 enum Out {
-    Page(Box<PageRecord>),
+    /// The page and the id the gate knows it by.
+    Page(Box<PageRecord>, String),
     Skipped(String),
 }
 
@@ -273,7 +323,7 @@ pub fn ingest(
             drain_meta(&mut report);
             match out {
                 Out::Skipped(reason) => *report.skipped.entry(reason).or_default() += 1,
-                Out::Page(mut page) => {
+                Out::Page(mut page, id) => {
                     report.bytes_read += page.wire_bytes;
                     if let Some(b) = &boiler
                         && !page.text.is_empty()
@@ -286,26 +336,14 @@ pub fn ingest(
                         page.text = text;
                         page.boilerplate_lines = dropped as u32;
                     }
-                    if !page.text.is_empty() {
-                        let fp = fingerprint(&page.text);
-                        page.simhash = Some(format!("{:016x}", fp.simhash));
-                        if let Some(g) = &gate {
-                            let id = page
-                                .source
-                                .as_ref()
-                                .and_then(|s| s.record_id.clone())
-                                .unwrap_or_else(|| page.url.clone());
-                            if let GateVerdict::Duplicate { of, distance } =
-                                g.match_and_insert_sync(fp, &id)
-                            {
-                                if distance == 0 {
-                                    report.duplicates_exact += 1;
-                                } else {
-                                    report.duplicates_near += 1;
-                                }
-                                page.duplicate_of = Some(of);
-                                page.distance = Some(distance);
-                            }
+                    if let Some(fp) = fingerprint_page(&mut page)
+                        && let Some(g) = &gate
+                    {
+                        let verdict = g.match_and_insert_sync(fp, &id);
+                        match mark_copy(&mut page, verdict) {
+                            Some(true) => report.duplicates_exact += 1,
+                            Some(false) => report.duplicates_near += 1,
+                            None => {}
                         }
                     }
                     serde_json::to_writer(&mut writer, &page)?;
@@ -354,7 +392,7 @@ fn one_record(
     to_page: impl FnOnce(&str, &Record) -> Result<PageRecord, String>,
 ) -> Out {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| to_page(file, rec))) {
-        Ok(Ok(p)) => Out::Page(Box::new(p)),
+        Ok(Ok(p)) => Out::Page(Box::new(p), gate_id(file, rec)),
         Ok(Err(reason)) => Out::Skipped(reason),
         Err(_) => {
             tracing::error!(
@@ -383,6 +421,6 @@ mod tests {
         let out = one_record("f.warc", &rec, |_, _| panic!("parser bug"));
         assert!(matches!(out, Out::Skipped(r) if r == "extraction panicked"));
         let out = one_record("f.warc", &rec, |_, _| Ok(PageRecord::default()));
-        assert!(matches!(out, Out::Page(_)));
+        assert!(matches!(out, Out::Page(..)));
     }
 }

@@ -52,7 +52,7 @@ pub(crate) fn split_discovered(batch: Discovered, max: usize) -> Vec<Discovered>
 }
 
 /// Cuts the record's Markdown, then its text, until the message fits in `max` bytes.
-pub(crate) fn fit_doc(doc: &mut Doc, max: usize) {
+pub fn fit_doc(doc: &mut Doc, max: usize) {
     let budget = max.saturating_sub(HEADROOM);
     let before = encoded_len(doc);
     if before <= budget {

@@ -3,6 +3,8 @@
 //! [`trawl_extract::parse_sitemap`] and [`trawl_extract::parse_feed`].
 
 mod fit;
+/// Records sized to the hop's message limit (the ingesters publish pages too).
+pub use fit::fit_doc;
 mod worker;
 
 use trawl_core::render::RenderMode;

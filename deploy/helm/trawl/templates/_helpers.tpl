@@ -50,7 +50,7 @@ app.kubernetes.io/component: {{ .stage }}
 
 {{/* The JetStream stream and durable consumer a stage reads (see crates/cluster). */}}
 {{- define "trawl.hop" -}}
-{{- $hops := dict "frontier" "discovered" "fetcher" "fetch" "extractor" "fetched" "renderer" "render" "indexer" "docs" "refiner" "refine" -}}
+{{- $hops := dict "ingester" "archives" "frontier" "discovered" "fetcher" "fetch" "extractor" "fetched" "renderer" "render" "indexer" "docs" "refiner" "refine" -}}
 {{- index $hops . -}}
 {{- end -}}
 

@@ -1,0 +1,157 @@
+//! `trawl submit --archives`: the archives a list names. Common Crawl hands out
+//! `warc.paths.gz` / `wet.paths.gz`, gzip text with one path per line relative to its
+//! bucket; a user may also name archives directly.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Whether `s` names an archive itself rather than a list of them.
+pub fn is_archive_name(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    let l = l.strip_suffix(".gz").unwrap_or(&l);
+    [".warc", ".wet", ".wat", ".arc"]
+        .iter()
+        .any(|ext| l.ends_with(ext))
+}
+
+fn is_url(s: &str) -> bool {
+    s.starts_with("http://") || s.starts_with("https://")
+}
+
+/// The text of a list: a local file or an http(s) URL, gzip or plain.
+async fn read_list(list: &str) -> anyhow::Result<String> {
+    let bytes = if is_url(list) {
+        reqwest::get(list)
+            .await
+            .and_then(|r| r.error_for_status())
+            .with_context(|| format!("fetching the archive list {list}"))?
+            .bytes()
+            .await
+            .with_context(|| format!("reading the archive list {list}"))?
+            .to_vec()
+    } else {
+        std::fs::read(list).with_context(|| format!("reading the archive list {list}"))?
+    };
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .with_context(|| format!("{list}: not a gzip text list"))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).with_context(|| format!("{list}: not a text list"))
+    }
+}
+
+/// `entry` as the ingesters will read it: a URL or an absolute path as written; a relative
+/// one joined to `base` (a URL prefix or a directory).
+fn resolve(entry: &str, base: &str) -> anyhow::Result<String> {
+    if is_url(entry) || Path::new(entry).is_absolute() {
+        return Ok(entry.to_string());
+    }
+    if is_url(base) {
+        let base = if base.ends_with('/') {
+            base.to_string()
+        } else {
+            format!("{base}/")
+        };
+        let u = url::Url::parse(&base)
+            .and_then(|b| b.join(entry))
+            .with_context(|| format!("{entry} against {base}"))?;
+        return Ok(u.to_string());
+    }
+    Ok(Path::new(base).join(entry).display().to_string())
+}
+
+fn absolute(p: &str) -> anyhow::Result<String> {
+    if is_url(p) {
+        return Ok(p.to_string());
+    }
+    Ok(std::path::absolute(PathBuf::from(p))?.display().to_string())
+}
+
+/// Every archive the values name, in order, each once. A relative entry of a list is
+/// joined to `base` when given (Common Crawl's lists: `https://data.commoncrawl.org/`),
+/// else to where the list is.
+pub async fn archives(values: &[String], base: Option<&str>) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut push = |s: String| {
+        if seen.insert(s.clone()) {
+            out.push(s);
+        }
+    };
+    for v in values {
+        if is_archive_name(v) {
+            push(match base {
+                Some(b) => resolve(v, b)?,
+                None => absolute(v)?,
+            });
+            continue;
+        }
+        let list = absolute(v)?;
+        let here = match list.rfind('/') {
+            Some(i) => list[..=i].to_string(),
+            None => ".".to_string(),
+        };
+        let text = read_list(&list).await?;
+        let mut n = 0;
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            push(resolve(line, base.unwrap_or(&here))?);
+            n += 1;
+        }
+        anyhow::ensure!(n > 0, "{v}: the list names no archive");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_names_and_lists_are_told_apart() {
+        assert!(is_archive_name("x/CC-MAIN-1.warc.gz"));
+        assert!(is_archive_name("a.wet.gz"));
+        assert!(is_archive_name("old.ARC"));
+        assert!(!is_archive_name("warc.paths.gz"));
+        assert!(!is_archive_name("archives.txt"));
+    }
+
+    #[tokio::test]
+    async fn a_gzip_list_resolves_against_the_base_or_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("wet.paths.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(
+            &mut gz,
+            b"crawl-data/a.wet.gz\n\n# comment\n/abs/b.wet.gz\ncrawl-data/a.wet.gz\n",
+        )
+        .unwrap();
+        std::fs::write(&list, gz.finish().unwrap()).unwrap();
+        let v = vec![list.display().to_string()];
+        let got = archives(&v, Some("https://data.commoncrawl.org"))
+            .await
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                "https://data.commoncrawl.org/crawl-data/a.wet.gz",
+                "/abs/b.wet.gz"
+            ]
+        );
+        let got = archives(&v, None).await.unwrap();
+        assert_eq!(
+            got[0],
+            dir.path().join("crawl-data/a.wet.gz").display().to_string()
+        );
+        std::fs::write(dir.path().join("empty.txt"), "\n").unwrap();
+        let empty = vec![dir.path().join("empty.txt").display().to_string()];
+        assert!(archives(&empty, None).await.is_err());
+    }
+}

@@ -1,0 +1,93 @@
+//! A distributed ingest's archive ledger in Redis: one hash per crawl, `source -> progress
+//! as JSON`, under the crawl's hash tag (a clear of the crawl removes it).
+
+use async_trait::async_trait;
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use trawl_core::archives::{ArchiveLedger, ArchiveProgress};
+use trawl_core::{CoreError, CoreResult};
+
+use crate::redis_conn::Within;
+
+fn err(what: &str, e: impl std::fmt::Display) -> CoreError {
+    CoreError::Backend(format!("redis {what}: {e}"))
+}
+
+pub struct RedisLedger {
+    conn: ConnectionManager,
+    key: String,
+}
+
+impl RedisLedger {
+    pub async fn connect(url: &str, crawl: &str) -> CoreResult<Self> {
+        let conn = crate::redis_conn::connect(url)
+            .await
+            .map_err(|e| err("connect", e))?;
+        Ok(RedisLedger {
+            conn,
+            key: format!("trawl:{{{crawl}}}:archives"),
+        })
+    }
+}
+
+fn decode(json: &str) -> CoreResult<ArchiveProgress> {
+    serde_json::from_str(json).map_err(|e| err("archive progress", e))
+}
+
+#[async_trait]
+impl ArchiveLedger for RedisLedger {
+    async fn put(&self, p: &ArchiveProgress) -> CoreResult<()> {
+        let json = serde_json::to_string(p).map_err(|e| err("encode", e))?;
+        let mut c = self.conn.clone();
+        c.hset::<_, _, _, ()>(&self.key, &p.source, json)
+            .within()
+            .await
+            .map_err(|e| err("HSET", e))
+    }
+
+    async fn add(&self, p: &ArchiveProgress) -> CoreResult<bool> {
+        let json = serde_json::to_string(p).map_err(|e| err("encode", e))?;
+        let mut c = self.conn.clone();
+        c.hset_nx(&self.key, &p.source, json)
+            .within()
+            .await
+            .map_err(|e| err("HSETNX", e))
+    }
+
+    async fn get(&self, source: &str) -> CoreResult<Option<ArchiveProgress>> {
+        let mut c = self.conn.clone();
+        let json: Option<String> = c
+            .hget(&self.key, source)
+            .within()
+            .await
+            .map_err(|e| err("HGET", e))?;
+        json.as_deref().map(decode).transpose()
+    }
+
+    async fn all(&self) -> CoreResult<Vec<ArchiveProgress>> {
+        let mut c = self.conn.clone();
+        let mut out = Vec::new();
+        let mut cursor: u64 = 0;
+        // HSCAN, not HGETALL: a Common Crawl list has tens of thousands of archives.
+        loop {
+            let (next, kv): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg(&self.key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut c)
+                .within()
+                .await
+                .map_err(|e| err("HSCAN", e))?;
+            for pair in kv.chunks(2) {
+                if let [_, json] = pair {
+                    out.push(decode(json)?);
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                return Ok(out);
+            }
+        }
+    }
+}

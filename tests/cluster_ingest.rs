@@ -1,0 +1,242 @@
+//! Distributed ingest (`trawl submit --archives` + `trawl-ingester` replicas + the indexer)
+//! beside the local `trawl ingest` of the same archives: the same documents and the same
+//! dedup decisions, every archive acked once through, a missing one retried and
+//! dead-lettered with its reason, progress per archive in `trawl status`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::services::{Stack, service_bins};
+use trawl::corpus::IngestArgs;
+use trawl_testsite::{SiteConfig, TestSite};
+
+/// Index of `trawl-ingester` and `trawl-indexer` in `support::services::NAMES`.
+const INGESTER: usize = 8;
+const INDEXER: usize = 4;
+
+fn lines_of(dir: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("pages") && name.ends_with(".jsonl") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                out.push(serde_json::from_str(l).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The id the gate knows a page by (its record id: every archive here has them).
+fn id_of(p: &Value) -> String {
+    p["source"]["record_id"].as_str().unwrap().to_string()
+}
+
+/// Documents by id: what a page is, leaving out where its archive was read from and which
+/// copy of its group it names (order decides that).
+fn documents(lines: &[Value]) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for p in lines {
+        let mut p = p.clone();
+        let m = p.as_object_mut().unwrap();
+        for k in ["duplicate_of", "distance", "similarity"] {
+            m.remove(k);
+        }
+        m["source"].as_object_mut().unwrap().remove("file");
+        let id = id_of(&p);
+        assert!(out.insert(id.clone(), p).is_none(), "{id} written twice");
+    }
+    out
+}
+
+/// The dedup decisions up to order: the groups the `duplicate_of` links make.
+fn groups(lines: &[Value]) -> BTreeSet<BTreeSet<String>> {
+    let mut parent: BTreeMap<String, String> = BTreeMap::new();
+    fn root(parent: &BTreeMap<String, String>, mut id: String) -> String {
+        while let Some(p) = parent.get(&id) {
+            id = p.clone();
+        }
+        id
+    }
+    for p in lines {
+        if let Some(of) = p["duplicate_of"].as_str() {
+            let (a, b) = (root(&parent, id_of(p)), root(&parent, of.to_string()));
+            if a != b {
+                parent.insert(a, b);
+            }
+        }
+    }
+    let mut by_root: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in lines {
+        let id = id_of(p);
+        by_root
+            .entry(root(&parent, id.clone()))
+            .or_default()
+            .insert(id);
+    }
+    by_root.into_values().filter(|g| g.len() > 1).collect()
+}
+
+fn shared(rel: &str) -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(rel);
+    p.exists().then_some(p)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_ingesters_ingest_what_trawl_ingest_does() {
+    let Some(paths) = service_bins() else {
+        return;
+    };
+    // Archives: a crawl of the test site twice (the second's pages copy the first's under
+    // other record ids), and the shared Common Crawl samples when they are here.
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let archives = dir.path().join("archives");
+    std::fs::create_dir_all(&archives).unwrap();
+    let mut names = Vec::new();
+    for round in 0..2 {
+        let out = tempfile::tempdir().unwrap();
+        let (_, outputs) = trawl::crawl(support::options(&[site.url("/")], out.path()))
+            .await
+            .unwrap();
+        for (i, f) in outputs.warc_files.iter().enumerate() {
+            let name = format!("crawl{round}-{i}.warc.gz");
+            std::fs::copy(f, archives.join(&name)).unwrap();
+            names.push(name);
+        }
+    }
+    for rel in [
+        "data/warc/commoncrawl/CC-MAIN-2020-34-excerpt.warc.gz",
+        "data/warc/commoncrawl/whirlwind.warc.wet.gz",
+        "data/warc/commoncrawl/clueweb-quirk.warc.gz",
+    ] {
+        match shared(rel) {
+            Some(p) => {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                std::fs::copy(&p, archives.join(&name)).unwrap();
+                names.push(name);
+            }
+            None => eprintln!("{rel} is not here: ingesting the crawl's archives only"),
+        }
+    }
+    assert!(names.len() >= 2, "{names:?}");
+
+    // Local: `trawl ingest` of every archive.
+    let local = tempfile::tempdir().unwrap();
+    let inputs = names
+        .iter()
+        .map(|n| archives.join(n).display().to_string())
+        .collect();
+    let report = trawl::corpus::ingest(&IngestArgs {
+        inputs,
+        out: local.path().to_path_buf(),
+        threads: Some(2),
+        dedup_distance: 2,
+        no_dedup: false,
+        boilerplate_min_pages: 0,
+    })
+    .await
+    .unwrap();
+    let local_lines = lines_of(local.path());
+    assert!(
+        report.duplicates_exact > 0,
+        "the second crawl copies the first"
+    );
+
+    // Distributed: a gzip list of relative paths, the last archive by URL instead, and one
+    // URL that answers 404.
+    let served = TestSite::start(SiteConfig {
+        dir: Some(archives.clone()),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let (by_url, by_path) = names.split_last().unwrap();
+    let mut list = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for n in by_path {
+        writeln!(list, "{n}").unwrap();
+    }
+    let by_url = served.url(&format!("/{by_url}"));
+    let missing = served.url("/no-such-archive.warc.gz");
+    writeln!(list, "{by_url}\n{missing}").unwrap();
+    let list_path = archives.join("warc.paths.gz");
+    std::fs::write(&list_path, list.finish().unwrap()).unwrap();
+
+    let stack = Stack::start_services(&paths, &[INGESTER, INGESTER, INDEXER], &[]);
+    let mut submit = Command::new(&paths[0]);
+    submit
+        .args(["submit", "--archives"])
+        .arg(&list_path)
+        .args(["--wait", "--wait-timeout", "240"])
+        .env("TRAWL_LOG", "warn");
+    for (k, v) in stack.env() {
+        submit.env(k, v);
+    }
+    let done = tokio::task::spawn_blocking(move || submit.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    // The missing archive fails the submit once everything else is through.
+    assert!(!done.status.success(), "{stderr}");
+    assert!(stderr.contains("1 archives failed"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    let status: Value = serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(status["drained"], true, "{status}");
+    let a = &status["archives"];
+    assert_eq!(a["total"], names.len() + 1, "{a}");
+    assert_eq!(a["stages"]["done"], names.len(), "{a}");
+    assert_eq!(a["stages"]["failed"], 1, "{a}");
+    let failed = &a["unfinished"][0];
+    assert_eq!(failed["source"], missing.as_str(), "{a}");
+    assert_eq!(failed["attempts"], trawl_ingester::ARCHIVE_TRIES, "{a}");
+    assert!(failed["error"].as_str().unwrap().contains("404"), "{a}");
+    assert_eq!(a["documents"], report.documents, "{a}");
+    assert_eq!(a["malformed"], report.malformed, "{a}");
+
+    // The dead letter keeps the reason.
+    let dlq = Command::new(&paths[0])
+        .args(["dlq", "list", "ingester"])
+        .envs(stack.env())
+        .output()
+        .unwrap();
+    let letters = String::from_utf8_lossy(&dlq.stdout);
+    assert_eq!(letters.lines().count(), 1, "{letters}");
+    assert!(letters.contains("HTTP 404"), "{letters}");
+
+    // The same documents, the same groups of copies.
+    let cluster_lines = lines_of(stack.out.path());
+    assert_eq!(cluster_lines.len(), local_lines.len());
+    let (l, c) = (documents(&local_lines), documents(&cluster_lines));
+    for (id, doc) in &l {
+        assert_eq!(Some(doc), c.get(id), "{id}");
+    }
+    let copies = |lines: &[Value]| {
+        lines
+            .iter()
+            .filter(|p| p["duplicate_of"].is_string())
+            .count()
+    };
+    assert_eq!(copies(&cluster_lines), copies(&local_lines));
+    assert!(copies(&local_lines) > 0);
+    assert_eq!(groups(&cluster_lines), groups(&local_lines));
+    eprintln!(
+        "{} archives: {} documents, {} copies in {} groups, the same in both ingests",
+        names.len(),
+        cluster_lines.len(),
+        copies(&cluster_lines),
+        groups(&cluster_lines).len()
+    );
+    // Read from where the list said: the URL's archive names its URL.
+    assert!(
+        cluster_lines
+            .iter()
+            .any(|p| p["source"]["file"].as_str() == Some(by_url.as_str()))
+    );
+    stack.stop().await;
+}
