@@ -96,9 +96,15 @@ pub fn spawn(path: &PathBuf, env: &[(&str, String)], port: u16) -> Child {
     c.env("TRAWL_METRICS_ADDR", format!("127.0.0.1:{port}"))
         .env("TRAWL_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::null());
+    // A test's service logs, for a person looking into a failure: TRAWL_TEST_LOG_DIR.
+    if let Some(dir) = std::env::var_os("TRAWL_TEST_LOG_DIR") {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let log =
+            std::fs::File::create(Path::new(&dir).join(format!("{name}-{port}.log"))).unwrap();
+        c.stderr(log).env("TRAWL_LOG", "info");
+    }
+    c.spawn().unwrap()
 }
 
 /// A server process the test started, once it takes connections on `port` (5 s at most);

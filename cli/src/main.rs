@@ -66,7 +66,15 @@ fn parse() -> Result<Cli, String> {
     {
         return Err(e);
     }
-    Cli::from_arg_matches(&matches).map_err(|e| e.to_string())
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+    let limits = &settings.cluster;
+    match &mut cli.command {
+        Command::Submit(a) => a.cluster.take_limits(limits),
+        Command::Status(a) => a.cluster.take_limits(limits),
+        Command::Dlq(a) => a.cluster.take_limits(limits),
+        _ => {}
+    }
+    Ok(cli)
 }
 
 #[derive(Subcommand)]

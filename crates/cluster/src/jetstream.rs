@@ -104,6 +104,13 @@ pub(crate) async fn dead_letter_stream(
 }
 
 impl QueueConfig {
+    /// How long the stream remembers a keyed message (`Queue::publish_keyed`): past the
+    /// ack wait, after which a crashed producer's job is taken over and its last steps
+    /// repeated, with a minute to spare (JetStream's default is two minutes).
+    pub fn duplicate_window(&self) -> Duration {
+        (self.ack_wait * 2 + Duration::from_secs(60)).max(Duration::from_secs(120))
+    }
+
     /// The conventional names for a hop (`fetch`, `fetched`, ...) and its consumer stage.
     /// With the default settings' delivery limits.
     pub fn for_hop(prefix: &str, hop: &str, stage: &str) -> Self {
@@ -175,6 +182,7 @@ impl<M> JetStreamQueue<M> {
                 storage: stream::StorageType::File,
                 max_messages: cfg.max_messages,
                 discard: stream::DiscardPolicy::New,
+                duplicate_window: cfg.duplicate_window(),
                 ..Default::default()
             })
             .await
@@ -187,8 +195,11 @@ impl<M> JetStreamQueue<M> {
             .map_err(|e| backend("stream info", e))?
             .config
             .clone();
-        if config.max_messages != cfg.max_messages {
+        if config.max_messages != cfg.max_messages
+            || config.duplicate_window < cfg.duplicate_window()
+        {
             config.max_messages = cfg.max_messages;
+            config.duplicate_window = cfg.duplicate_window();
             js.update_stream(config)
                 .await
                 .map_err(|e| backend("stream update", e))?;

@@ -188,3 +188,43 @@ async fn a_consumer_that_dies_holding_a_message_does_not_lose_it() {
     assert_eq!(q.len().await.unwrap(), 0);
     cleanup(&client, &c).await;
 }
+
+#[tokio::test]
+async fn a_keyed_message_published_again_is_stored_once_and_a_term_keeps_its_reason() {
+    let Some(client) = client().await else { return };
+    let c = cfg(5, Duration::from_secs(100));
+    let q: JetStreamQueue<u32> = JetStreamQueue::connect(&client, c.clone()).await.unwrap();
+    // A producer taken over after the ack wait repeats its last steps inside the window.
+    let js = async_nats::jetstream::new(client.clone());
+    let mut stream = js.get_stream(&c.stream).await.unwrap();
+    let window = stream.info().await.unwrap().config.duplicate_window;
+    assert_eq!(window, Duration::from_secs(260));
+    q.publish_keyed(1, "k1").await.unwrap();
+    q.publish_keyed(1, "k1").await.unwrap();
+    q.publish_keyed(2, "k2").await.unwrap();
+    assert_eq!(q.len().await.unwrap(), 2);
+    // Consumed and acked, then published again under its key: still not delivered again.
+    let got = q.pull(10, Duration::from_millis(500)).await.unwrap();
+    assert_eq!(got.len(), 2);
+    for d in &got {
+        q.ack(d.id).await.unwrap();
+    }
+    q.publish_keyed(1, "k1").await.unwrap();
+    assert!(
+        q.pull(10, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Unkeyed messages are not deduplicated.
+    q.publish(3).await.unwrap();
+    q.publish(3).await.unwrap();
+    let got = q.pull(10, Duration::from_millis(500)).await.unwrap();
+    assert_eq!(got.len(), 2);
+    q.term_with(got[0].id, "archive: HTTP 404").await.unwrap();
+    q.ack(got[1].id).await.unwrap();
+    let dead = dead_letters(&client, &c, 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].reason, "archive: HTTP 404");
+    cleanup(&client, &c).await;
+}

@@ -65,6 +65,34 @@ pub trait Queue<M: Send + 'static>: Send + Sync {
     }
 }
 
+/// `work` with the deliveries `ids` kept alive meanwhile ([`Queue::progress`] every
+/// [`Queue::progress_every`]), for work that may outlast the backend's ack wait: a
+/// download, a batch slowed by a loaded machine. Without it the backend hands the messages
+/// to another consumer while they are still being worked on, and they are done twice.
+pub async fn keep_alive<M: Send + 'static, T>(
+    q: &dyn Queue<M>,
+    ids: &[u64],
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let Some(every) = q.progress_every() else {
+        return work.await;
+    };
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            r = &mut work => return r,
+            _ = tick.tick() => {
+                // A keep-alive that fails only risks the redelivery it was for.
+                for &id in ids {
+                    let _ = q.progress(id).await;
+                }
+            }
+        }
+    }
+}
+
 struct Slot<M> {
     msg: M,
     attempt: u32,

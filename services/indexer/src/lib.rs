@@ -420,43 +420,49 @@ async fn write_docs(
             continue;
         }
         let ids: Vec<u64> = batch.iter().map(|d| d.id).collect();
-        let outcomes = compare(&side, batch.into_iter().map(|d| d.msg.page)).await?;
-        let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes)?;
-        if let IndexTarget::InPlace { indexer, .. } = &mut target {
+        // Kept alive while it is written: a batch slowed past the ack wait (a loaded
+        // machine, a slow index commit) would otherwise be handed out again and written twice.
+        let work = async {
+            let outcomes = compare(&side, batch.into_iter().map(|d| d.msg.page)).await?;
+            let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes)?;
+            if let IndexTarget::InPlace { indexer, .. } = &mut target {
+                for o in &outcomes {
+                    match changes::IndexAction::of(&o.page) {
+                        changes::IndexAction::Add => {
+                            indexer.add_page(&o.page).await?;
+                        }
+                        changes::IndexAction::Remove(c) => {
+                            indexer.remove_page(&c);
+                        }
+                        changes::IndexAction::Keep => {}
+                    }
+                }
+                indexer.flush().await?;
+                dirty = true;
+            }
+            if let Some(a) = &side.archive {
+                let pages: Vec<&PageRecord> = outcomes.iter().map(|o| &o.page).collect();
+                a.keep(&pages).await?;
+            }
             for o in &outcomes {
-                match changes::IndexAction::of(&o.page) {
-                    changes::IndexAction::Add => {
-                        indexer.add_page(&o.page).await?;
-                    }
-                    changes::IndexAction::Remove(c) => {
-                        indexer.remove_page(&c);
-                    }
-                    changes::IndexAction::Keep => {}
+                count_page(&*state, &o.page).await?;
+            }
+            if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
+                for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
+                    q.publish(e.clone()).await?;
                 }
             }
-            indexer.flush().await?;
-            dirty = true;
-        }
-        if let Some(a) = &side.archive {
-            let pages: Vec<&PageRecord> = outcomes.iter().map(|o| &o.page).collect();
-            a.keep(&pages).await?;
-        }
-        for o in &outcomes {
-            count_page(&*state, &o.page).await?;
-        }
-        if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
-            for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
-                q.publish(e.clone()).await?;
+            if let Some(j) = &side.journal {
+                let pages: Vec<(u64, &PageRecord)> = starts
+                    .iter()
+                    .copied()
+                    .zip(outcomes.iter().map(|o| &o.page))
+                    .collect();
+                j.written(&pages, end, state.counters().await?, changes_end)?;
             }
-        }
-        if let Some(j) = &side.journal {
-            let pages: Vec<(u64, &PageRecord)> = starts
-                .iter()
-                .copied()
-                .zip(outcomes.iter().map(|o| &o.page))
-                .collect();
-            j.written(&pages, end, state.counters().await?, changes_end)?;
-        }
+            Ok::<_, IndexerError>((outcomes, starts, end))
+        };
+        let (outcomes, starts, end) = trawl_core::queue::keep_alive(&*docs, &ids, work).await?;
         let ends = starts.iter().skip(1).copied().chain([end]);
         for ((o, line_end), id) in outcomes.into_iter().zip(ends).zip(ids) {
             if let Some(r) = &side.recrawl

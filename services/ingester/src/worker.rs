@@ -3,7 +3,6 @@
 //! then acked; a failure put back with a delay, and dead-lettered with its reason on the
 //! last try.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use futures_util::StreamExt;
 use trawl_core::archives::{ArchiveLedger, ArchiveProgress, ArchiveStage};
 use trawl_core::clock::now_ms;
 use trawl_core::pipeline::Shutdown;
-use trawl_core::queue::{Delivery, Queue};
+use trawl_core::queue::{Delivery, Queue, keep_alive};
 use trawl_core::{ArchiveJob, CoreError, Doc, MESSAGE_VERSION};
 use trawl_corpus::ingest::mark_copy;
 use trawl_dedup::{Gate, GateError, GateMethod};
@@ -146,27 +145,6 @@ async fn put(parts: &Parts, p: &mut ArchiveProgress) -> Result<(), CoreError> {
     parts.ledger.put(p).await
 }
 
-/// `work` with the job's delivery kept alive meanwhile (a download takes longer than the
-/// ack wait).
-async fn alive<T>(q: &dyn Queue<ArchiveJob>, id: u64, work: impl Future<Output = T>) -> T {
-    let Some(every) = q.progress_every() else {
-        return work.await;
-    };
-    tokio::pin!(work);
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            r = &mut work => return r,
-            _ = tick.tick() => {
-                if let Err(e) = q.progress(id).await {
-                    tracing::warn!("archive job progress: {e}");
-                }
-            }
-        }
-    }
-}
-
 async fn read_archive(
     parts: &Parts,
     cfg: &IngesterConfig,
@@ -176,9 +154,9 @@ async fn read_archive(
     stop: &Shutdown,
 ) -> Result<Outcome, IngestError> {
     let archives = parts.archives.as_ref();
-    let located = match alive(
+    let located = match keep_alive(
         archives,
-        d.id,
+        &[d.id],
         source::locate(&d.msg.source, &cfg.download_dir, client),
     )
     .await

@@ -634,6 +634,18 @@ impl Default for ClusterSettings {
     }
 }
 
+impl ClusterSettings {
+    /// The delivery limits and claim TTL, which are no flags of the `trawl` command, from
+    /// `from` (the loaded layers): a hop's consumer that `trawl submit` happens to make
+    /// first gets the ack wait the services are configured with, not the default.
+    pub fn take_limits(&mut self, from: &ClusterSettings) {
+        self.max_deliver = from.max_deliver;
+        self.ack_wait_s = from.ack_wait_s;
+        self.claim_ttl_s = from.claim_ttl_s;
+        self.fetch_stream_max = from.fetch_stream_max;
+    }
+}
+
 /// Credentials stay out of logs and error messages.
 impl std::fmt::Debug for ClusterSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
