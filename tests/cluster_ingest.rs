@@ -11,6 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 use support::services::{Stack, service_bins};
 use trawl::corpus::IngestArgs;
+use trawl_core::archives::ArchiveLedger;
 use trawl_testsite::{SiteConfig, TestSite};
 
 /// Index of `trawl-ingester` and `trawl-indexer` in `support::services::NAMES`.
@@ -186,7 +187,7 @@ async fn two_ingesters_ingest_what_trawl_ingest_does() {
     assert_eq!(a["stages"]["failed"], 1, "{a}");
     let failed = &a["unfinished"][0];
     assert_eq!(failed["source"], missing.as_str(), "{a}");
-    assert_eq!(failed["attempts"], trawl_ingester::ARCHIVE_TRIES, "{a}");
+    assert_eq!(failed["failures"], trawl_ingester::ARCHIVE_TRIES, "{a}");
     assert!(failed["error"].as_str().unwrap().contains("404"), "{a}");
     assert_eq!(a["documents"], report.documents, "{a}");
     assert_eq!(a["malformed"], report.malformed, "{a}");
@@ -381,5 +382,16 @@ async fn an_ingester_killed_mid_archive_is_taken_over_with_no_page_lost_or_doubl
     }
     assert_eq!(groups(&cluster_lines), groups(&local_lines));
     assert_eq!(groups(&local_lines).len(), n / 10);
+    // Taken over on the second delivery; a crash is no failed read.
+    let ledger =
+        trawl_cluster::redis_archives::RedisLedger::connect("redis://127.0.0.1:6379", &stack.crawl)
+            .await
+            .unwrap();
+    let p = ledger.get(warc.to_str().unwrap()).await.unwrap().unwrap();
+    assert_eq!(
+        (p.attempts, p.failures, p.through),
+        (2, 0, n as u64),
+        "{p:?}"
+    );
     stack.stop().await;
 }

@@ -72,6 +72,26 @@ fn absolute(p: &str) -> anyhow::Result<String> {
     Ok(std::path::absolute(PathBuf::from(p))?.display().to_string())
 }
 
+/// Where a relative `entry` of `list` is, with no base given: beside the list, unless the
+/// list is a URL whose path starts with the entry's first segment (Common Crawl's lists,
+/// `https://data.commoncrawl.org/crawl-data/CC-MAIN-.../warc.paths.gz`, name archives from
+/// the bucket's root, `crawl-data/...`): then the URL's origin.
+fn beside(list: &str, entry: &str) -> String {
+    let dir = match list.rfind('/') {
+        Some(i) => list[..=i].to_string(),
+        None => ".".to_string(),
+    };
+    if let Ok(u) = url::Url::parse(list)
+        && is_url(list)
+    {
+        let first = entry.split('/').next().unwrap_or("");
+        if !first.is_empty() && u.path().trim_start_matches('/').split('/').next() == Some(first) {
+            return u.origin().ascii_serialization() + "/";
+        }
+    }
+    dir
+}
+
 /// Every archive the values name, in order, each once. A relative entry of a list is
 /// joined to `base` when given (Common Crawl's lists: `https://data.commoncrawl.org/`),
 /// else to where the list is.
@@ -92,17 +112,14 @@ pub async fn archives(values: &[String], base: Option<&str>) -> anyhow::Result<V
             continue;
         }
         let list = absolute(v)?;
-        let here = match list.rfind('/') {
-            Some(i) => list[..=i].to_string(),
-            None => ".".to_string(),
-        };
         let text = read_list(&list).await?;
         let mut n = 0;
         for line in text.lines().map(str::trim) {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            push(resolve(line, base.unwrap_or(&here))?);
+            let here = base.map_or_else(|| beside(&list, line), str::to_string);
+            push(resolve(line, &here)?);
             n += 1;
         }
         anyhow::ensure!(n > 0, "{v}: the list names no archive");
@@ -113,6 +130,21 @@ pub async fn archives(values: &[String], base: Option<&str>) -> anyhow::Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_crawl_lists_by_url_resolve_from_the_bucket_root() {
+        let list = "https://data.commoncrawl.org/crawl-data/CC-MAIN-2024-10/wet.paths.gz";
+        let entry = "crawl-data/CC-MAIN-2024-10/segments/1/wet/a.warc.wet.gz";
+        assert_eq!(
+            resolve(entry, &beside(list, entry)).unwrap(),
+            format!("https://data.commoncrawl.org/{entry}")
+        );
+        let own = "https://mirror.test/lists/warc.paths";
+        assert_eq!(
+            resolve("a.warc.gz", &beside(own, "a.warc.gz")).unwrap(),
+            "https://mirror.test/lists/a.warc.gz"
+        );
+    }
 
     #[test]
     fn archive_names_and_lists_are_told_apart() {

@@ -281,10 +281,15 @@ async fn submit_archives(
         .map_err(anyhow::Error::msg)?;
     let (mut queued, mut known) = (0, 0);
     for source in sources {
-        let fresh = ArchiveProgress::queued(source);
-        if !ledger.add(&fresh).await? {
+        if !ledger.add(&ArchiveProgress::queued(source)).await? {
             match ledger.get(source).await? {
-                Some(p) if p.stage == ArchiveStage::Failed => ledger.put(&fresh).await?,
+                // Tried again from where it stopped: the records through stay through.
+                Some(mut p) if p.stage == ArchiveStage::Failed => {
+                    p.stage = ArchiveStage::Queued;
+                    p.failures = 0;
+                    p.error = None;
+                    ledger.put(&p).await?;
+                }
                 _ => {
                     known += 1;
                     continue;

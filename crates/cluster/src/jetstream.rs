@@ -131,7 +131,9 @@ impl QueueConfig {
             consumer: stage.to_string(),
             // A change event is dead-lettered by the notifier after the crawl's
             // `webhook_tries`; the server's own limit only stops one that is never acked.
-            max_deliver: if hop == "changed" {
+            // An archive is dead-lettered by the ingester after its failed reads; a
+            // delivery that ends in a crash or a stop is none.
+            max_deliver: if hop == "changed" || hop == "archives" {
                 cluster.max_deliver.max(1000)
             } else {
                 cluster.max_deliver

@@ -30,8 +30,12 @@ impl RedisLedger {
     }
 }
 
-fn decode(json: &str) -> CoreResult<ArchiveProgress> {
-    serde_json::from_str(json).map_err(|e| err("archive progress", e))
+/// An entry that does not read (written by another version) is left out, not an error: an
+/// ingester reads its archive from the start instead of failing on it forever.
+fn decode(json: &str) -> Option<ArchiveProgress> {
+    serde_json::from_str(json)
+        .inspect_err(|e| tracing::warn!("an archive ledger entry does not read: {e}"))
+        .ok()
 }
 
 #[async_trait]
@@ -61,7 +65,7 @@ impl ArchiveLedger for RedisLedger {
             .within()
             .await
             .map_err(|e| err("HGET", e))?;
-        json.as_deref().map(decode).transpose()
+        Ok(json.as_deref().and_then(decode))
     }
 
     async fn all(&self) -> CoreResult<Vec<ArchiveProgress>> {
@@ -81,7 +85,7 @@ impl ArchiveLedger for RedisLedger {
                 .map_err(|e| err("HSCAN", e))?;
             for pair in kv.chunks(2) {
                 if let [_, json] = pair {
-                    out.push(decode(json)?);
+                    out.extend(decode(json));
                 }
             }
             cursor = next;

@@ -33,8 +33,11 @@ pub enum ArchiveStage {
 pub struct ArchiveProgress {
     pub source: String,
     pub stage: ArchiveStage,
-    /// Deliveries so far (1 on the first try).
+    /// Deliveries so far (1 on the first), crashes and stops included.
     pub attempts: u32,
+    /// Reads that failed (the archive missing, a download refused); dead-lettered at the
+    /// ingester's tries.
+    pub failures: u32,
     /// Records read, by WARC type.
     pub records: BTreeMap<String, u64>,
     /// Pages published to the `docs` hop.

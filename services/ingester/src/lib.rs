@@ -8,9 +8,10 @@
 //!
 //! A try that fails (the file is missing, the download fails) is put back with a delay and
 //! dead-lettered with its reason after [`ARCHIVE_TRIES`]. A replica that dies mid-archive
-//! leaves the job unacked: the next try resumes after the last record the ledger has as
-//! through, and the records after it that were published already are stored once
-//! (`Queue::publish_keyed`) and keep their first verdict (the gate is idempotent per id).
+//! leaves the job unacked: the next delivery resumes after the last record the ledger has
+//! as through (written after every page published), and the one page that may have been
+//! published after it is stored once (`Queue::publish_keyed`, within the hop's duplicate
+//! window) and keeps its first verdict (the gate is idempotent per id).
 
 mod read;
 pub mod source;
@@ -28,7 +29,8 @@ use trawl_dedup::Gate;
 pub use trawl_core::ArchiveJob;
 pub use worker::{IngestError, Parts, run_worker};
 
-/// Tries of an archive before it is dead-lettered.
+/// Failed reads of an archive before it is dead-lettered (deliveries that end in a crash, a
+/// stop or a scale-in are no tries: the hop's delivery limit is a thousand, as `changed`'s).
 pub const ARCHIVE_TRIES: u32 = 3;
 
 #[derive(Debug, Clone)]

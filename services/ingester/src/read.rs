@@ -33,12 +33,15 @@ pub enum Read {
     },
     /// The file could not be opened.
     OpenFailed(String),
+    /// Every record of the file has been read.
+    End,
 }
 
 enum Raw {
     Record(Box<Record>),
     Malformed { number: u64, message: String },
     OpenFailed(String),
+    End,
 }
 
 /// The records of `path` after record number `after`, as pages where they bear one.
@@ -72,6 +75,7 @@ pub fn records(
                 return;
             }
         }
+        let _ = tx.blocking_send(Raw::End);
     });
     let items = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
@@ -99,6 +103,7 @@ pub fn records(
                     },
                     Raw::Malformed { number, message } => Read::Malformed { number, message },
                     Raw::OpenFailed(e) => Read::OpenFailed(e),
+                    Raw::End => Read::End,
                 }
             }
         })

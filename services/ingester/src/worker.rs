@@ -74,6 +74,15 @@ async fn handle(
     stop: &Shutdown,
 ) -> Result<(), IngestError> {
     let source = d.msg.source.clone();
+    if d.msg.crawl != parts.crawl {
+        let why = format!(
+            "an archive of crawl {:?}, not {:?}",
+            d.msg.crawl, parts.crawl
+        );
+        tracing::warn!(source, "{why}: dead-lettered");
+        parts.archives.term_with(d.id, &why).await?;
+        return Ok(());
+    }
     let mut p = parts
         .ledger
         .get(&source)
@@ -92,7 +101,15 @@ async fn handle(
     if p.through > 0 {
         tracing::info!(source, through = p.through, "resuming an archive");
     }
-    match read_archive(parts, cfg, client, &d, &mut p, stop).await? {
+    // The delivery is kept alive for the whole read (a download, a skip to the resume
+    // point, a full docs hop): no other replica is handed the archive while this one reads.
+    let outcome = keep_alive(
+        parts.archives.as_ref(),
+        &[d.id],
+        read_archive(parts, cfg, client, &d, &mut p, stop),
+    )
+    .await?;
+    match outcome {
         Outcome::Done => {
             // The ledger says done before the ack: a redelivery in between is acked unread.
             p.stage = ArchiveStage::Done;
@@ -111,12 +128,15 @@ async fn handle(
             put(parts, &mut p).await?;
             parts.archives.nak(d.id, Duration::ZERO).await?;
         }
+        // Tries are failed reads, counted in the ledger: a crash, a stop or a scale-in
+        // that hands the archive to another replica is no try.
         Outcome::Failed(reason) => {
             p.error = Some(reason.clone());
-            if d.attempt >= cfg.tries {
+            p.failures += 1;
+            if p.failures >= cfg.tries {
                 tracing::error!(
                     source,
-                    attempts = d.attempt,
+                    tries = p.failures,
                     "archive dead-lettered: {reason}"
                 );
                 p.stage = ArchiveStage::Failed;
@@ -125,14 +145,14 @@ async fn handle(
             } else {
                 tracing::warn!(
                     source,
-                    attempt = d.attempt,
+                    tries = p.failures,
                     "archive failed, retried: {reason}"
                 );
                 p.stage = ArchiveStage::Retrying;
                 put(parts, &mut p).await?;
                 parts
                     .archives
-                    .nak(d.id, cfg.retry_delay * d.attempt)
+                    .nak(d.id, cfg.retry_delay * p.failures)
                     .await?;
             }
         }
@@ -153,16 +173,14 @@ async fn read_archive(
     p: &mut ArchiveProgress,
     stop: &Shutdown,
 ) -> Result<Outcome, IngestError> {
-    let archives = parts.archives.as_ref();
-    let located = match keep_alive(
-        archives,
-        &[d.id],
-        source::locate(&d.msg.source, &cfg.download_dir, client),
-    )
-    .await
+    let mut stopping = stop.clone();
+    let located = match stopping
+        .run_until(source::locate(&d.msg.source, &cfg.download_dir, client))
+        .await
     {
-        Ok(l) => l,
-        Err(reason) => return Ok(Outcome::Failed(reason)),
+        None => return Ok(Outcome::Stopped),
+        Some(Ok(l)) => l,
+        Some(Err(reason)) => return Ok(Outcome::Failed(reason)),
     };
     let method = parts
         .gate
@@ -176,18 +194,21 @@ async fn read_archive(
         cfg.threads,
     );
     tokio::pin!(stream);
-    let every = archives.progress_every();
-    let (mut saved, mut kept_alive) = (Instant::now(), Instant::now());
+    let mut saved = Instant::now();
     while let Some(item) = stream.next().await {
         if stop.is_shutdown() {
             return Ok(Outcome::Stopped);
         }
+        let mut published = false;
         match item {
+            Read::End => return Ok(Outcome::Done),
             Read::OpenFailed(e) => return Ok(Outcome::Failed(e)),
             Read::Malformed { number, message } => {
                 tracing::warn!(source = d.msg.source, number, "skipped: {message}");
                 p.malformed += 1;
-                p.through = number;
+                // A decompression note is numbered after the record it comes before: that
+                // record is not through yet.
+                p.through = p.through.max(number.saturating_sub(1));
             }
             Read::Record { number, kind, page } => {
                 *p.records.entry(kind).or_default() += 1;
@@ -195,26 +216,28 @@ async fn read_archive(
                     None => {}
                     Some(Err(reason)) => *p.skipped.entry(reason).or_default() += 1,
                     Some(Ok(ready)) => {
-                        publish(parts, cfg, *ready, &d.msg.source, number, p).await?;
+                        published = publish(parts, cfg, *ready, &d.msg.source, number, p).await?;
                     }
                 }
                 p.through = number;
             }
         }
-        if saved.elapsed() >= cfg.checkpoint_every {
+        // Through is written after every page published, so a takeover repeats at most
+        // the one in flight (which the hop's duplicate window then stores once).
+        if published || saved.elapsed() >= cfg.checkpoint_every {
             put(parts, p).await?;
             saved = Instant::now();
         }
-        if every.is_some_and(|e| kept_alive.elapsed() >= e) {
-            archives.progress(d.id).await?;
-            kept_alive = Instant::now();
-        }
     }
-    Ok(Outcome::Done)
+    // No end marker: the reader thread died (a bug), the archive is not read to its end.
+    Ok(Outcome::Failed(
+        "the archive reader stopped before the end of the file".into(),
+    ))
 }
 
 /// The gate's verdict on the page, then the page on the `docs` hop, keyed by its archive
-/// and record (a record published again after a crash is stored once).
+/// and record (a record published again after a crash is stored once). `false` when the
+/// page cannot be a message even cut (counted as skipped).
 async fn publish(
     parts: &Parts,
     cfg: &IngesterConfig,
@@ -222,14 +245,15 @@ async fn publish(
     source: &str,
     number: u64,
     p: &mut ArchiveProgress,
-) -> Result<(), IngestError> {
+) -> Result<bool, IngestError> {
     let mut page = ready.page;
-    if let (Some(gate), Some(gp)) = (&parts.gate, &ready.gate) {
-        let verdict = gate.check_and_insert(gp, &ready.id).await?;
-        if mark_copy(&mut page, verdict).is_some() {
-            p.duplicates += 1;
+    let copy = match (&parts.gate, &ready.gate) {
+        (Some(gate), Some(gp)) => {
+            let verdict = gate.check_and_insert(gp, &ready.id).await?;
+            mark_copy(&mut page, verdict).is_some()
         }
-    }
+        _ => false,
+    };
     let mut doc = Doc {
         v: MESSAGE_VERSION,
         crawl: parts.crawl.clone(),
@@ -237,9 +261,16 @@ async fn publish(
     };
     if let Some(max) = cfg.max_message_bytes {
         trawl_extractor::fit_doc(&mut doc, max);
+        if serde_json::to_vec(&doc).map_or(usize::MAX, |b| b.len()) > max {
+            *p.skipped.entry("larger than a message".into()).or_default() += 1;
+            return Ok(false);
+        }
     }
     let key = format!("{}:{source}#{number}", parts.crawl);
     parts.docs.publish_keyed(doc, &key).await?;
     p.documents += 1;
-    Ok(())
+    if copy {
+        p.duplicates += 1;
+    }
+    Ok(true)
 }
