@@ -18,20 +18,6 @@ use trawl_testsite::{SiteConfig, TestSite};
 const INGESTER: usize = 8;
 const INDEXER: usize = 4;
 
-fn lines_of(dir: &Path) -> Vec<Value> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("pages") && name.ends_with(".jsonl") {
-            for l in std::fs::read_to_string(&p).unwrap().lines() {
-                out.push(serde_json::from_str(l).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// The id the gate knows a page by (its record id: every archive here has them).
 fn id_of(p: &Value) -> String {
     p["source"]["record_id"].as_str().unwrap().to_string()
@@ -86,6 +72,20 @@ fn groups(lines: &[Value]) -> BTreeSet<BTreeSet<String>> {
     by_root.into_values().filter(|g| g.len() > 1).collect()
 }
 
+/// `trawl ingest` with its defaults (the SimHash gate, no boilerplate step).
+async fn local_ingest(inputs: Vec<String>, out: &Path) -> trawl_corpus::ingest::IngestReport {
+    trawl::corpus::ingest(&IngestArgs {
+        inputs,
+        out: out.to_path_buf(),
+        threads: Some(2),
+        dedup_distance: 2,
+        no_dedup: false,
+        boilerplate_min_pages: 0,
+    })
+    .await
+    .unwrap()
+}
+
 fn shared(rel: &str) -> Option<std::path::PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared")
@@ -138,17 +138,8 @@ async fn two_ingesters_ingest_what_trawl_ingest_does() {
         .iter()
         .map(|n| archives.join(n).display().to_string())
         .collect();
-    let report = trawl::corpus::ingest(&IngestArgs {
-        inputs,
-        out: local.path().to_path_buf(),
-        threads: Some(2),
-        dedup_distance: 2,
-        no_dedup: false,
-        boilerplate_min_pages: 0,
-    })
-    .await
-    .unwrap();
-    let local_lines = lines_of(local.path());
+    let report = local_ingest(inputs, local.path()).await;
+    let local_lines = support::all_pages(local.path());
     assert!(
         report.duplicates_exact > 0,
         "the second crawl copies the first"
@@ -203,7 +194,7 @@ async fn two_ingesters_ingest_what_trawl_ingest_does() {
     assert!(letters.contains("HTTP 404"), "{letters}");
 
     // The same documents, the same groups of copies.
-    let cluster_lines = lines_of(stack.out.path());
+    let cluster_lines = support::all_pages(stack.out.path());
     assert_eq!(cluster_lines.len(), local_lines.len());
     let (l, c) = (documents(&local_lines), documents(&cluster_lines));
     for (id, doc) in &l {
@@ -319,17 +310,8 @@ async fn an_ingester_killed_mid_archive_is_taken_over_with_no_page_lost_or_doubl
     let n = 3000;
     synthetic_warc(&warc, n);
     let local = tempfile::tempdir().unwrap();
-    trawl::corpus::ingest(&IngestArgs {
-        inputs: vec![warc.display().to_string()],
-        out: local.path().to_path_buf(),
-        threads: Some(2),
-        dedup_distance: 2,
-        no_dedup: false,
-        boilerplate_min_pages: 0,
-    })
-    .await
-    .unwrap();
-    let local_lines = lines_of(local.path());
+    local_ingest(vec![warc.display().to_string()], local.path()).await;
+    let local_lines = support::all_pages(local.path());
     assert_eq!(local_lines.len(), n);
 
     // A short ack wait: the killed replica's job comes back within seconds.
@@ -374,7 +356,7 @@ async fn an_ingester_killed_mid_archive_is_taken_over_with_no_page_lost_or_doubl
     assert_eq!(a["stages"]["done"], 1, "{a}");
     assert_eq!(a["documents"], n, "{a}");
     // Every record once (`documents` fails on a page written twice), as the local ingest.
-    let cluster_lines = lines_of(stack.out.path());
+    let cluster_lines = support::all_pages(stack.out.path());
     let (l, c) = (documents(&local_lines), documents(&cluster_lines));
     assert_eq!(l.len(), c.len());
     for (id, doc) in &l {

@@ -12,21 +12,6 @@ use support::services::{NAMES, Services, Stack, free_port, service_bins, spawn, 
 use support::{cleanup, max_overlap, min_gap_ms, options};
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
-/// Every line of every `pages-*.jsonl` in `path`.
-fn all_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(path).unwrap() {
-        let p = entry.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("pages") && name.ends_with(".jsonl") {
-            for l in std::fs::read_to_string(&p).unwrap().lines() {
-                out.push(serde_json::from_str(l).unwrap());
-            }
-        }
-    }
-    out
-}
-
 fn pages(path: &std::path::Path) -> BTreeMap<String, (u64, String, String, bool)> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(path).unwrap() {
@@ -472,7 +457,7 @@ async fn a_poison_page_is_dead_lettered_and_blocks_nothing() {
         .filter_map(|u| u.rsplit_once("/page/").map(|(_, n)| n.to_string()))
         .collect();
     assert_eq!(got, ["1", "2", "4", "5", "6", "7", "8"], "{written:?}");
-    let lines = all_lines(out.path());
+    let lines = support::all_pages(out.path());
     let dead: Vec<&serde_json::Value> = lines
         .iter()
         .filter(|l| l["error"]["kind"] == "dead_lettered")
@@ -547,7 +532,7 @@ async fn a_record_larger_than_a_message_is_cut_to_fit() {
     let report = stack.submit(&args).await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 0, "{report}");
-    let lines = all_lines(stack.out.path());
+    let lines = support::all_pages(stack.out.path());
     assert_eq!(lines.len(), 3, "{report}");
     for l in &lines {
         assert_eq!(l["error"]["kind"], "record_too_large", "{}", l["error"]);
@@ -593,7 +578,7 @@ async fn a_fetch_longer_than_its_claim_is_fetched_once() {
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 0, "{report}");
     assert_eq!(site.started("slow"), 1, "fetched once");
-    let lines = all_lines(stack.out.path());
+    let lines = support::all_pages(stack.out.path());
     let slow: Vec<_> = lines
         .iter()
         .filter(|l| l["url"].as_str().unwrap().ends_with("/slow"))
@@ -644,7 +629,7 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     // Past the claim's TTL: had the claim stayed, its expiry would have queued the job.
     tokio::time::sleep(Duration::from_secs(13)).await;
     assert_eq!(site.started("slow"), 1, "fetched once");
-    let lines = all_lines(stack.out.path());
+    let lines = support::all_pages(stack.out.path());
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["error"]["kind"], "dead_lettered", "{}", lines[0]);
 
@@ -664,7 +649,7 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     let fetched = loop {
-        let lines = all_lines(stack.out.path());
+        let lines = support::all_pages(stack.out.path());
         if let Some(l) = lines.iter().find(|l| l["status"] == 200) {
             break l.clone();
         }
@@ -715,7 +700,7 @@ async fn the_services_share_the_minhash_gate() {
     ]);
     let report = stack.submit(&args).await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
-    let lines = all_lines(stack.out.path());
+    let lines = support::all_pages(stack.out.path());
     assert_eq!(lines.len(), 4, "{report}");
     let line = |p: &str| {
         lines

@@ -28,6 +28,21 @@ pub fn pages(out: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Every line of every `pages*.jsonl` in `dir`: the cluster's indexers write one file each.
+pub fn all_pages(dir: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("pages") && name.ends_with(".jsonl") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                out.push(serde_json::from_str(l).expect("each line is JSON"));
+            }
+        }
+    }
+    out
+}
+
 /// The record whose `url` ends with `suffix`; panics with the list when absent.
 pub fn page<'a>(pages: &'a [Value], suffix: &str) -> &'a Value {
     pages
