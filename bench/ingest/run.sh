@@ -6,9 +6,10 @@
 #
 #   bench/ingest/run.sh [ARCHIVES] [COPIES]
 #
-# The archives are Common Crawl's excerpt (shared/data/warc/commoncrawl, 16 HTML responses
-# of real sites, 17 records) repeated COPIES times each (default 8 archives of 200 copies:
-# 27,200 records), every record under a fresh id (make_archives.py).
+# The archives are Common Crawl's excerpt (shared/data/warc/commoncrawl: 50 records, 16 of
+# them HTML responses of real sites) repeated COPIES times each (default 8 archives of 200
+# copies: 25,600 responses), every record under a fresh id (make_archives.py). BIN=DIR runs
+# the binaries in DIR instead of a release build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -21,8 +22,10 @@ mkdir -p "$OUT"
 python3 bench/ingest/make_archives.py "$SRC" "$ARCHIVES" "$COPIES" "$OUT/archives"
 ls "$OUT"/archives/*.warc.gz > "$OUT/archives.txt"
 ./scripts/services.sh >&2
-cargo build --release --locked -p trawl -p trawl-ingester-bin -p trawl-indexer-bin
-BIN=$ROOT/target/release
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --locked -p trawl -p trawl-ingester-bin -p trawl-indexer-bin
+  BIN=$ROOT/target/release
+fi
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 server_ticks() { local t=0; for p in $(pgrep -x nats-server) $(pgrep -x redis-server); do t=$((t + $(ticks "$p"))); done; echo $t; }
 
