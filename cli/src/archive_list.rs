@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use trawl_corpus::ingest::is_url;
 
 /// Whether `s` names an archive itself rather than a list of them.
 pub fn is_archive_name(s: &str) -> bool {
@@ -14,10 +15,6 @@ pub fn is_archive_name(s: &str) -> bool {
     [".warc", ".wet", ".wat", ".arc"]
         .iter()
         .any(|ext| l.ends_with(ext))
-}
-
-fn is_url(s: &str) -> bool {
-    s.starts_with("http://") || s.starts_with("https://")
 }
 
 /// The text of a list: a local file or an http(s) URL, gzip or plain.

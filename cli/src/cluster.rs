@@ -486,10 +486,7 @@ fn print_archives(a: &ArchivesSummary) {
         a.malformed
     );
     for p in &a.unfinished {
-        let stage = serde_json::to_value(p.stage)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+        let stage = p.stage.name();
         let why = p
             .error
             .as_deref()

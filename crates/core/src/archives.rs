@@ -27,6 +27,19 @@ pub enum ArchiveStage {
     Failed,
 }
 
+impl ArchiveStage {
+    /// The stage as `trawl status` and the ledger's JSON name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArchiveStage::Queued => "queued",
+            ArchiveStage::Reading => "reading",
+            ArchiveStage::Retrying => "retrying",
+            ArchiveStage::Done => "done",
+            ArchiveStage::Failed => "failed",
+        }
+    }
+}
+
 /// An archive's progress. Counts are of the whole archive, across tries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
@@ -142,11 +155,7 @@ impl ArchivesSummary {
             ..Self::default()
         };
         for p in all {
-            let stage = serde_json::to_value(p.stage)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
-            *s.stages.entry(stage).or_default() += 1;
+            *s.stages.entry(p.stage.name().to_string()).or_default() += 1;
             s.records += p.records_read();
             s.documents += p.documents;
             s.duplicates += p.duplicates;
@@ -185,6 +194,10 @@ mod tests {
         assert_eq!(s.stages["done"], 1);
         assert_eq!(s.stages["failed"], 1);
         assert_eq!(s.stages["queued"], 1);
+        // The names are the ledger's own.
+        for stage in [ArchiveStage::Reading, ArchiveStage::Retrying] {
+            assert_eq!(serde_json::to_value(stage).unwrap(), stage.name());
+        }
         assert_eq!((s.records, s.documents), (10, 9));
         let listed: Vec<&str> = s.unfinished.iter().map(|p| p.source.as_str()).collect();
         assert_eq!(listed, ["b.warc.gz", "c.warc.gz"]);

@@ -12,9 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{
-    BoilerplateConfig, Fingerprint, GateVerdict, HostLines, MemoryGate, fingerprint,
-};
+use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, MemoryGate};
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -200,14 +198,16 @@ pub fn gate_id(file: &str, rec: &Record) -> String {
     })
 }
 
-/// The page's SimHash, written on it; `None` for a page without text (no gate for it).
-pub fn fingerprint_page(page: &mut PageRecord) -> Option<Fingerprint> {
+/// What a gate comparing by `method` is shown of the page (its SimHash written on it);
+/// `None` for a page without text (no gate for it). The words are split once for both the
+/// fingerprint and a MinHash sketch.
+pub fn gate_page(page: &mut PageRecord, method: GateMethod) -> Option<GatePage> {
     if page.text.is_empty() {
         return None;
     }
-    let fp = fingerprint(&page.text);
-    page.simhash = Some(format!("{:016x}", fp.simhash));
-    Some(fp)
+    let g = GatePage::of(&page.text, method);
+    page.simhash = Some(format!("{:016x}", g.fp.simhash));
+    Some(g)
 }
 
 /// The gate's verdict written on the page: `Some(exact)` when it is a copy.
@@ -336,10 +336,10 @@ pub fn ingest(
                         page.text = text;
                         page.boilerplate_lines = dropped as u32;
                     }
-                    if let Some(fp) = fingerprint_page(&mut page)
+                    if let Some(gp) = gate_page(&mut page, GateMethod::SimHash)
                         && let Some(g) = &gate
                     {
-                        let verdict = g.match_and_insert_sync(fp, &id);
+                        let verdict = g.match_and_insert_sync(gp.fp, &id);
                         match mark_copy(&mut page, verdict) {
                             Some(true) => report.duplicates_exact += 1,
                             Some(false) => report.duplicates_near += 1,

@@ -81,17 +81,6 @@ pub async fn serve(
     ledger: Arc<dyn ArchiveLedger>,
 ) -> StageResult {
     let cfg = Arc::new(IngesterConfig::from_context(&ctx));
-    spawn_with(ctx, archives, gate, ledger, cfg).await
-}
-
-/// [`serve`] with a configuration of the caller's.
-pub async fn spawn_with(
-    ctx: StageContext,
-    archives: Arc<dyn Queue<ArchiveJob>>,
-    gate: Option<Arc<dyn Gate>>,
-    ledger: Arc<dyn ArchiveLedger>,
-    cfg: Arc<IngesterConfig>,
-) -> StageResult {
     let parts = Arc::new(Parts {
         crawl: ctx.spec.crawl.clone(),
         archives,

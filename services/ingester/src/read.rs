@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::{Stream, StreamExt};
 use trawl_core::PageRecord;
 use trawl_corpus::archive::{ArchiveReader, Item, Record};
-use trawl_corpus::ingest::{fingerprint_page, gate_id, page_bearing, record_to_page};
+use trawl_corpus::ingest::{gate_id, gate_page, page_bearing, record_to_page};
 use trawl_dedup::{GateMethod, GatePage};
 
 /// A page ready for the gate: the record, what the gate is shown of it (nothing when it has
@@ -113,10 +113,7 @@ pub fn records(
 /// The record's page as `trawl ingest` makes it, and its gate page.
 fn ready(name: &str, rec: &Record, method: GateMethod) -> Result<Box<Ready>, String> {
     let mut page = record_to_page(name, rec)?;
-    let gate = fingerprint_page(&mut page).map(|fp| match method {
-        GateMethod::SimHash => GatePage::from(fp),
-        GateMethod::MinHash => GatePage::of(&page.text, method),
-    });
+    let gate = gate_page(&mut page, method);
     Ok(Box::new(Ready {
         page,
         gate,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
+use trawl_corpus::ingest::is_url;
 
 /// An archive on this machine's disk; a downloaded one is removed on drop.
 pub struct Located {
@@ -18,10 +19,6 @@ impl Drop for Located {
             let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-pub fn is_url(s: &str) -> bool {
-    s.starts_with("http://") || s.starts_with("https://")
 }
 
 /// The archive named by `source`, downloaded into `dir` when it is a URL. The error is the
