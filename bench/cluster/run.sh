@@ -16,7 +16,7 @@ pages="${1:-5000}"
 runs="${2:-3}"
 docs="$(rustc --print sysroot)/share/doc/rust/html"
 out=bench/out/cluster
-site_port=18111; nats_port=14333; redis_port=16390
+site_port=18111; nats_port=14333; nats_http=18223; redis_port=16390
 mkdir -p "$out"
 
 # One build for every benchmark script: the same package set keeps cargo's feature
@@ -50,8 +50,8 @@ for i in $(seq 1 "$runs"); do
 
   # Cluster: fresh NATS and Redis of our own, the four services, then submit and wait.
   rm -rf "$out/cluster-$i" "$out/nats-$i"; mkdir -p "$out/cluster-$i" "$out/nats-$i"
-  printf 'listen: 127.0.0.1:%s\nmax_payload: 8MB\njetstream { store_dir: "%s" }\n' \
-    "$nats_port" "$PWD/$out/nats-$i" > "$out/nats-$i.conf"
+  printf 'listen: 127.0.0.1:%s\nhttp: 127.0.0.1:%s\nmax_payload: 8MB\njetstream { store_dir: "%s" }\n' \
+    "$nats_port" "$nats_http" "$PWD/$out/nats-$i" > "$out/nats-$i.conf"
   nats-server -c "$out/nats-$i.conf" > "$out/nats-$i.log" 2>&1 &
   nats=$!
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null &
@@ -75,14 +75,27 @@ for i in $(seq 1 "$runs"); do
   for p in "${svc[@]}" "$nats" "$redis"; do
     c=$(cpu_of "$p"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts $c"
   done
+  # The shared state's price per page: Redis commands (a pipelined or scripted batch counts
+  # each of its commands; scripts count once, with what they call listed apart), Redis
+  # memory once the crawl drained (the seen-set and counters are what is left), NATS
+  # messages in and out, and JetStream's stored bytes.
+  redis-cli -p "$redis_port" INFO commandstats > "$out/redis-commands-$i.txt"
+  redis-cli -p "$redis_port" INFO memory > "$out/redis-memory-$i.txt"
+  curl -fsS "http://127.0.0.1:$nats_http/varz" > "$out/nats-varz-$i.json"
+  curl -fsS "http://127.0.0.1:$nats_http/jsz" > "$out/nats-jsz-$i.json"
+  r_calls=$(awk -F'[=,]' '/^cmdstat_/ { n += $2 } END { print n + 0 }' "$out/redis-commands-$i.txt")
+  r_evals=$(awk -F'[=,]' '/^cmdstat_(evalsha|eval):/ { n += $2 } END { print n + 0 }' "$out/redis-commands-$i.txt")
+  r_mem=$(awk -F: '/^used_memory:/ { print $2 + 0 }' "$out/redis-memory-$i.txt")
+  n_msgs=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v["in_msgs"] + v["out_msgs"])' "$out/nats-varz-$i.json")
+  js_bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("bytes", 0))' "$out/nats-jsz-$i.json")
   kill -TERM "${svc[@]}"; wait "${svc[@]}" 2>/dev/null || true
   kill "$nats" "$redis"; wait "$nats" "$redis" 2>/dev/null || true
   pids=()
   c_pages=$(cat "$out/cluster-$i"/pages-*.jsonl | wc -l)
   [ "$i" -gt 1 ] && echo ',' >> "$out/runs.json"
-  printf '{"run": %s, "embedded": {"pages": %s, "wall_s": %s, "cpu_s": %s, "peak_rss_kb": %s}, "cluster": {"pages": %s, "wall_s": %s, "cpu_s": %s, "cpu_by_process": "%s"}}\n' \
+  printf '{"run": %s, "embedded": {"pages": %s, "wall_s": %s, "cpu_s": %s, "peak_rss_kb": %s}, "cluster": {"pages": %s, "wall_s": %s, "cpu_s": %s, "cpu_by_process": "%s", "redis_commands": %s, "redis_scripts": %s, "redis_used_memory_bytes": %s, "nats_msgs": %s, "jetstream_bytes": %s}}\n' \
     "$i" "$e_pages" "$e_wall" "$(calc "$e_user + $e_sys")" "$e_rss" "$c_pages" "$c_wall" "$c_cpu" \
-    "frontier fetcher extractor indexer nats redis:$parts" >> "$out/runs.json"
+    "frontier fetcher extractor indexer nats redis:$parts" "$r_calls" "$r_evals" "$r_mem" "$n_msgs" "$js_bytes" >> "$out/runs.json"
   echo "run $i: embedded $e_pages pages, $(calc "$e_user + $e_sys") CPU-s; cluster $c_pages pages, $c_cpu CPU-s ($parts)" >&2
 done
 echo ']' >> "$out/runs.json"
@@ -98,6 +111,12 @@ print(json.dumps({
     "embedded_cpu_ms_per_page_median": statistics.median(e),
     "cluster_cpu_ms_per_page_median": statistics.median(c),
     "cluster_over_embedded_median": statistics.median(ratios),
+    "redis_commands_per_page_median": statistics.median(
+        r["cluster"]["redis_commands"] / r["cluster"]["pages"] for r in runs),
+    "redis_scripts_per_page_median": statistics.median(
+        r["cluster"]["redis_scripts"] / r["cluster"]["pages"] for r in runs),
+    "nats_msgs_per_page_median": statistics.median(
+        r["cluster"]["nats_msgs"] / r["cluster"]["pages"] for r in runs),
 }, indent=2))
 PY
 cat bench/out/cluster.json | tail -4

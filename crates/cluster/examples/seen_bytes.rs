@@ -1,5 +1,5 @@
-//! Bytes per URL of the Redis seen-set: adds N URLs through `State::seen_add`'s layout
-//! (pipelined) and reads `used_memory` before and after.
+//! Bytes per URL of the Redis seen-set: adds N URLs through `State::admit_many` (the
+//! frontier's own call, one script call per 512 URLs) and reads `used_memory` before and after.
 //!
 //!     cargo run --release -p trawl-cluster --example seen_bytes -- [N] [REDIS_URL]
 
@@ -35,20 +35,14 @@ async fn main() {
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let before = used_memory(&mut conn).await;
     let t = std::time::Instant::now();
-    // The same digests `seen_add` computes, sent in pipelines of 10,000.
+    // Through the frontier's own call, in batches of 10,000.
     let batch = 10_000;
     let mut i = 0;
     while i < n {
-        let mut p = redis::pipe();
-        for j in i..(i + batch).min(n) {
-            let key = format!("https://example.org/docs/page/{j}?lang=en");
-            let d = trawl_cluster::redis_state::seen_digest(&key);
-            p.cmd("SADD")
-                .arg(format!("{}seen:{:04x}", state.prefix(), d >> 48))
-                .arg((d & 0xffff_ffff_ffff) as i64)
-                .ignore();
-        }
-        let _: () = p.query_async(&mut conn).await.unwrap();
+        let keys = (i..(i + batch).min(n))
+            .map(|j| (format!("https://example.org/docs/page/{j}?lang=en"), None))
+            .collect();
+        state.admit_many(keys).await.unwrap();
         i += batch;
     }
     let secs = t.elapsed().as_secs_f64();

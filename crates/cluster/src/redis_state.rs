@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use redis::Script;
 use redis::aio::ConnectionManager;
-use trawl_core::state::{Claim, Enqueued, RobotsEntry, State};
+use trawl_core::state::{Admitted, Claim, Enqueued, RobotsEntry, State};
 use trawl_core::{CoreError, CoreResult, FetchJob};
 
 fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
@@ -77,34 +77,59 @@ local function reap(now, per_host)
 end
 "#;
 
+// Items in sextuples (mode, seen bucket, seen value, priority, host, job) after the cap and
+// the per-host slots. Mode `q` offers the job to the queues; `a` first adds the URL to the
+// seen-set and offers the job only when it was new; `m` only adds it to the seen-set. Per
+// item: the number of URLs evicted to make room, -1 where the job ranked too low to enter,
+// -2 where the URL was seen before, -3 where it was marked seen (`m`).
 const ENQUEUE: &str = r#"
-local max_q, per_host, prio, h, job = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local evicted = 0
-if redis.call('ZCARD', P .. 'byprio') >= max_q then
-  local worst = redis.call('ZRANGE', P .. 'byprio', -1, -1, 'WITHSCORES')
-  if #worst == 0 or tonumber(worst[2]) <= prio then return -1 end
-  while redis.call('ZCARD', P .. 'byprio') >= max_q do
-    local w = redis.call('ZPOPMAX', P .. 'byprio')
-    if #w == 0 then break end
-    local wseq = w[1]
-    local wh = redis.call('HGET', P .. 'jobhost', wseq)
-    redis.call('HDEL', P .. 'jobs', wseq)
-    redis.call('HDEL', P .. 'jobhost', wseq)
-    if wh then
-      redis.call('ZREM', qk(wh), wseq)
-      reschedule(wh, per_host)
+local max_q, per_host = tonumber(ARGV[1]), tonumber(ARGV[2])
+local function enqueue(prio, h, job)
+  local evicted = 0
+  if redis.call('ZCARD', P .. 'byprio') >= max_q then
+    local worst = redis.call('ZRANGE', P .. 'byprio', -1, -1, 'WITHSCORES')
+    if #worst == 0 or tonumber(worst[2]) <= prio then return -1 end
+    while redis.call('ZCARD', P .. 'byprio') >= max_q do
+      local w = redis.call('ZPOPMAX', P .. 'byprio')
+      if #w == 0 then break end
+      local wseq = w[1]
+      local wh = redis.call('HGET', P .. 'jobhost', wseq)
+      redis.call('HDEL', P .. 'jobs', wseq)
+      redis.call('HDEL', P .. 'jobhost', wseq)
+      if wh then
+        redis.call('ZREM', qk(wh), wseq)
+        reschedule(wh, per_host)
+      end
+      evicted = evicted + 1
     end
-    evicted = evicted + 1
   end
+  local seq = string.format('%016x', redis.call('INCR', P .. 'seq'))
+  redis.call('HSET', P .. 'jobs', seq, job)
+  redis.call('HSET', P .. 'jobhost', seq, h)
+  redis.call('ZADD', qk(h), prio, seq)
+  redis.call('ZADD', P .. 'byprio', prio, seq)
+  reschedule(h, per_host)
+  return evicted
 end
-local seq = string.format('%016x', redis.call('INCR', P .. 'seq'))
-redis.call('HSET', P .. 'jobs', seq, job)
-redis.call('HSET', P .. 'jobhost', seq, h)
-redis.call('ZADD', qk(h), prio, seq)
-redis.call('ZADD', P .. 'byprio', prio, seq)
-reschedule(h, per_host)
-return evicted
+local out = {}
+for i = 3, #ARGV, 6 do
+  local mode = ARGV[i]
+  local verdict
+  if mode ~= 'q' and redis.call('SADD', P .. 'seen:' .. ARGV[i + 1], ARGV[i + 2]) == 0 then
+    verdict = -2
+  elseif mode == 'm' then
+    verdict = -3
+  else
+    verdict = enqueue(tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5])
+  end
+  out[#out + 1] = verdict
+end
+return out
 "#;
+
+/// Items per enqueue script call and commands per pipeline: a sitemap's 50,000 URLs do
+/// not hold Redis (single-threaded) in one step.
+const BATCH: usize = 512;
 
 const CLAIM: &str = r#"
 local now, per_host, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -207,6 +232,65 @@ impl RedisState {
         &self.prefix
     }
 
+    /// The seen-set's set and member for `key`.
+    fn seen_slot(&self, key: &str) -> (String, i64) {
+        let d = seen_digest(key);
+        (
+            format!("{}seen:{:04x}", self.prefix, d >> 48),
+            (d & 0xffff_ffff_ffff) as i64,
+        )
+    }
+
+    /// The enqueue script over items: with a key, the URL is added to the seen-set first
+    /// (and its job, if any, offered only when it was new); without, the job is offered.
+    async fn run_admit(
+        &self,
+        items: Vec<(Option<String>, Option<FetchJob>)>,
+    ) -> CoreResult<Vec<Admitted>> {
+        let mut out = Vec::with_capacity(items.len());
+        for chunk in items.chunks(BATCH) {
+            let mut call = self.enqueue.key(&self.prefix);
+            call.arg(self.max_queued).arg(self.per_host);
+            for (key, job) in chunk {
+                let mode = match (key, job) {
+                    (None, _) => "q",
+                    (Some(_), Some(_)) => "a",
+                    (Some(_), None) => "m",
+                };
+                let d = key.as_deref().map(seen_digest).unwrap_or(0);
+                call.arg(mode)
+                    .arg(format!("{:04x}", d >> 48))
+                    .arg((d & 0xffff_ffff_ffff) as i64);
+                match job {
+                    Some(job) => {
+                        let json = serde_json::to_string(job).map_err(|e| backend("encode", e))?;
+                        call.arg(job.priority).arg(&job.host).arg(json);
+                    }
+                    None => {
+                        call.arg(0).arg("").arg("");
+                    }
+                }
+            }
+            let mut conn = self.conn.clone();
+            let verdicts: Vec<i64> = call
+                .invoke_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend("enqueue", e))?;
+            if verdicts.len() != chunk.len() {
+                return Err(backend("enqueue", "one verdict per item expected"));
+            }
+            out.extend(verdicts.into_iter().map(|n| match n {
+                -3 => Admitted::Marked,
+                -2 => Admitted::Seen,
+                -1 => Admitted::Queued(Enqueued::Rejected),
+                0 => Admitted::Queued(Enqueued::Accepted),
+                n => Admitted::Queued(Enqueued::AcceptedEvicting(n.max(0) as usize)),
+            }));
+        }
+        Ok(out)
+    }
+
     /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
     pub async fn clear(&self) -> CoreResult<u64> {
         let mut conn = self.conn.clone();
@@ -225,11 +309,11 @@ pub fn seen_digest(key: &str) -> u64 {
 #[async_trait]
 impl State for RedisState {
     async fn seen_add(&self, key: &str) -> CoreResult<bool> {
-        let d = seen_digest(key);
+        let (bucket, value) = self.seen_slot(key);
         let mut conn = self.conn.clone();
         let added: i64 = redis::cmd("SADD")
-            .arg(format!("{}seen:{:04x}", self.prefix, d >> 48))
-            .arg((d & 0xffff_ffff_ffff) as i64)
+            .arg(bucket)
+            .arg(value)
             .query_async(&mut conn)
             .within()
             .await
@@ -237,12 +321,31 @@ impl State for RedisState {
         Ok(added == 1)
     }
 
+    async fn seen_contains_many(&self, keys: &[String]) -> CoreResult<Vec<bool>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(BATCH) {
+            let mut pipe = redis::pipe();
+            for key in chunk {
+                let (bucket, value) = self.seen_slot(key);
+                pipe.cmd("SISMEMBER").arg(bucket).arg(value);
+            }
+            let mut conn = self.conn.clone();
+            let found: Vec<bool> = pipe
+                .query_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend("seen", e))?;
+            out.extend(found);
+        }
+        Ok(out)
+    }
+
     async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
-        let d = seen_digest(key);
+        let (bucket, value) = self.seen_slot(key);
         let mut conn = self.conn.clone();
         redis::cmd("SISMEMBER")
-            .arg(format!("{}seen:{:04x}", self.prefix, d >> 48))
-            .arg((d & 0xffff_ffff_ffff) as i64)
+            .arg(bucket)
+            .arg(value)
             .query_async(&mut conn)
             .within()
             .await
@@ -250,25 +353,18 @@ impl State for RedisState {
     }
 
     async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
-        let json = serde_json::to_string(&job).map_err(|e| backend("encode", e))?;
-        let mut conn = self.conn.clone();
-        let evicted: i64 = self
-            .enqueue
-            .key(&self.prefix)
-            .arg(self.max_queued)
-            .arg(self.per_host)
-            .arg(job.priority)
-            .arg(&job.host)
-            .arg(json)
-            .invoke_async(&mut conn)
-            .within()
+        match self.run_admit(vec![(None, Some(job))]).await?.pop() {
+            Some(Admitted::Queued(e)) => Ok(e),
+            _ => Err(backend("enqueue", "no verdict for the job")),
+        }
+    }
+
+    async fn admit_many(
+        &self,
+        items: Vec<(String, Option<FetchJob>)>,
+    ) -> CoreResult<Vec<Admitted>> {
+        self.run_admit(items.into_iter().map(|(k, j)| (Some(k), j)).collect())
             .await
-            .map_err(|e| backend("enqueue", e))?;
-        Ok(match evicted {
-            -1 => Enqueued::Rejected,
-            0 => Enqueued::Accepted,
-            n => Enqueued::AcceptedEvicting(n as usize),
-        })
     }
 
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
@@ -408,6 +504,27 @@ impl State for RedisState {
             .within()
             .await
             .map_err(|e| backend("incr", e))
+    }
+
+    async fn incr_many(&self, counters: &[(String, i64)]) -> CoreResult<Vec<i64>> {
+        let mut out = Vec::with_capacity(counters.len());
+        for chunk in counters.chunks(BATCH) {
+            let mut pipe = redis::pipe();
+            for (c, by) in chunk {
+                pipe.cmd("HINCRBY")
+                    .arg(format!("{}counters", self.prefix))
+                    .arg(c)
+                    .arg(*by);
+            }
+            let mut conn = self.conn.clone();
+            let values: Vec<i64> = pipe
+                .query_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend("incr", e))?;
+            out.extend(values);
+        }
+        Ok(out)
     }
 
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use trawl_cluster::redis_state::RedisState;
-use trawl_core::state::{Enqueued, RobotsAccess, RobotsEntry, State};
+use trawl_core::state::{Admitted, Enqueued, RobotsAccess, RobotsEntry, State};
 use trawl_core::{FetchJob, MESSAGE_VERSION, UrlKind};
 
 const URL: &str = "redis://127.0.0.1:6379";
@@ -284,4 +284,95 @@ async fn concurrent_claimers_never_exceed_the_per_host_slots() {
     assert_eq!(claimed.load(std::sync::atomic::Ordering::SeqCst), 100);
     assert!(max_seen.load(std::sync::atomic::Ordering::SeqCst) <= 2);
     s.clear().await.unwrap();
+}
+
+/// The batched steps the frontier admits a page's links with give what the same steps one
+/// at a time give: the seen-set (a key repeated in a batch is new once), the cap's
+/// evictions and rejections inside one script call, the counters' running values, and the
+/// queues the claims then read.
+#[tokio::test]
+async fn batched_steps_match_one_at_a_time() {
+    let (Some(many), Some(one)) = (state(6, 1, 60_000).await, state(6, 1, 60_000).await) else {
+        return;
+    };
+    let items = vec![
+        ("http://a/1".to_string(), Some(job("a", "/1", 1))),
+        ("http://a/2".to_string(), None),
+        ("http://a/1".to_string(), Some(job("a", "/1", 1))),
+        ("http://b/1".to_string(), Some(job("b", "/1", 1))),
+    ];
+    assert_eq!(
+        many.admit_many(items).await.unwrap(),
+        vec![
+            Admitted::Queued(Enqueued::Accepted),
+            Admitted::Marked,
+            Admitted::Seen,
+            Admitted::Queued(Enqueued::Accepted),
+        ]
+    );
+    let keys: Vec<String> = ["http://a/1", "http://a/2", "http://c/9"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        many.seen_contains_many(&keys).await.unwrap(),
+        vec![true, true, false]
+    );
+    assert_eq!(many.queued().await.unwrap(), 2);
+    many.clear().await.unwrap();
+
+    // Ten jobs into a cap of six, in an order that evicts inside the batch and rejects
+    // the ones that rank below a full frontier.
+    let jobs: Vec<FetchJob> = (0..10)
+        .map(|i| {
+            job(
+                ["a", "b", "c"][i % 3],
+                &format!("/{i}"),
+                [5, 9, 1, 7, 3, 8, 2, 6, 9, 0][i],
+            )
+        })
+        .collect();
+    let mut singly = Vec::new();
+    for j in jobs.clone() {
+        assert!(one.seen_add(&j.url).await.unwrap());
+        singly.push(Admitted::Queued(one.enqueue(j).await.unwrap()));
+    }
+    let batched = many
+        .admit_many(jobs.into_iter().map(|j| (j.url.clone(), Some(j))).collect())
+        .await
+        .unwrap();
+    assert_eq!(batched, singly);
+    assert!(
+        batched.contains(&Admitted::Queued(Enqueued::Rejected)),
+        "{batched:?}"
+    );
+    assert!(
+        batched
+            .iter()
+            .any(|e| matches!(e, Admitted::Queued(Enqueued::AcceptedEvicting(_)))),
+        "{batched:?}"
+    );
+    assert_eq!(many.queued().await.unwrap(), 6);
+    let mut claimed = (Vec::new(), Vec::new());
+    for (s, into) in [(&many, &mut claimed.0), (&one, &mut claimed.1)] {
+        while let Some(c) = s.claim(1_000).await.unwrap() {
+            s.release(&c.job.host, c.job.claim.as_deref(), 0)
+                .await
+                .unwrap();
+            into.push(c.job.url);
+        }
+    }
+    assert_eq!(claimed.0.len(), 6);
+    assert_eq!(claimed.0, claimed.1);
+
+    let adds = vec![
+        ("x".to_string(), 2),
+        ("y".to_string(), 1),
+        ("x".to_string(), 3),
+    ];
+    assert_eq!(many.incr_many(&adds).await.unwrap(), vec![2, 1, 5]);
+    assert_eq!(many.incr_many(&[]).await.unwrap(), Vec::<i64>::new());
+    assert_eq!(many.admit_many(Vec::new()).await.unwrap(), Vec::new());
+    many.clear().await.unwrap();
+    one.clear().await.unwrap();
 }

@@ -40,6 +40,17 @@ pub enum Enqueued {
     Rejected,
 }
 
+/// What [`State::admit_many`] did with one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admitted {
+    /// Already in the seen-set: nothing was done.
+    Seen,
+    /// Added to the seen-set; no job was given.
+    Marked,
+    /// Added to the seen-set, and its job offered to the queues.
+    Queued(Enqueued),
+}
+
 /// A claimed fetch: the job plus the host slot it holds until [`State::release`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
@@ -50,6 +61,33 @@ pub struct Claim {
 pub trait State: Send + Sync {
     /// Adds `key` to the seen-set; true when it was not there before.
     async fn seen_add(&self, key: &str) -> CoreResult<bool>;
+    /// [`State::seen_contains`] of each key, in one round trip where the backend is
+    /// remote: most links of a page were seen before, and are dropped on this read alone.
+    async fn seen_contains_many(&self, keys: &[String]) -> CoreResult<Vec<bool>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            out.push(self.seen_contains(k).await?);
+        }
+        Ok(out)
+    }
+    /// For each (key, job) in order: adds the key to the seen-set and, when it was new and
+    /// a job is given, offers the job to the queues. One atomic step for the whole batch
+    /// where the backend is remote, so a batch that fails is not half admitted: run again
+    /// (a redelivery), it finds each key either seen and queued, or neither.
+    async fn admit_many(
+        &self,
+        items: Vec<(String, Option<FetchJob>)>,
+    ) -> CoreResult<Vec<Admitted>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (key, job) in items {
+            out.push(match (self.seen_add(&key).await?, job) {
+                (false, _) => Admitted::Seen,
+                (true, None) => Admitted::Marked,
+                (true, Some(job)) => Admitted::Queued(self.enqueue(job).await?),
+            });
+        }
+        Ok(out)
+    }
     /// Whether `key` is in the seen-set.
     async fn seen_contains(&self, key: &str) -> CoreResult<bool>;
     /// Puts a job in its host's queue, evicting the lowest-priority URL when full.
@@ -91,6 +129,26 @@ pub trait State: Send + Sync {
     /// [`State::incr`] of a typed counter.
     async fn count(&self, counter: &crate::counters::Counter, by: i64) -> CoreResult<i64> {
         self.incr(&counter.key(), by).await
+    }
+    /// [`State::incr`] of each counter in order, in one round trip where the backend is
+    /// remote; the new values, in order.
+    async fn incr_many(&self, counters: &[(String, i64)]) -> CoreResult<Vec<i64>> {
+        let mut out = Vec::with_capacity(counters.len());
+        for (c, by) in counters {
+            out.push(self.incr(c, *by).await?);
+        }
+        Ok(out)
+    }
+    /// [`State::incr_many`] of typed counters.
+    async fn count_many(
+        &self,
+        counters: &[(crate::counters::Counter, i64)],
+    ) -> CoreResult<Vec<i64>> {
+        let keyed: Vec<(String, i64)> = counters
+            .iter()
+            .map(|(c, by)| (c.key().into_owned(), *by))
+            .collect();
+        self.incr_many(&keyed).await
     }
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>>;
     /// Waits until the host schedule may have changed (a job queued, a host released), or

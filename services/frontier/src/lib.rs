@@ -9,6 +9,7 @@
 mod robots_gate;
 mod traps;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +19,12 @@ use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::scope::{PathFilter, Scope};
 use trawl_core::settings::CrawlSettings;
-use trawl_core::state::{Enqueued, State};
+use trawl_core::state::{Admitted, Enqueued, State};
 use trawl_core::urlnorm::{Normalizer, host_key};
-use trawl_core::{CoreError, Discovered, DiscoveredUrl, FetchJob, MESSAGE_VERSION, UrlKind};
+use trawl_core::{
+    CoreError, CoreResult, Discovered, DiscoveredUrl, FetchJob, MESSAGE_VERSION, UrlKind,
+};
+use url::Url;
 
 pub mod recheck;
 
@@ -113,89 +117,181 @@ impl Frontier {
 
     /// Admits or drops every URL of a batch; returns the verdicts in order.
     pub async fn ingest(&self, batch: &Discovered) -> Result<Vec<Admission>, FrontierError> {
-        let mut out = Vec::with_capacity(batch.urls.len());
-        // Counted per batch, not per URL: a documentation page links to hundreds of URLs
-        // and shared-state round trips would dominate. Seen URLs are not counted at all.
-        let mut counts: std::collections::HashMap<Admission, i64> = Default::default();
-        for d in &batch.urls {
-            let v = self.admit(d).await?;
-            if v != Admission::Seen {
-                *counts.entry(v.clone()).or_default() += 1;
-            }
-            out.push(v);
-        }
-        for (v, n) in counts {
-            let counter = match v {
-                Admission::Trap(kind) => Counter::FrontierTrap(kind.name().into()),
-                Admission::Queued => Counter::FrontierQueued,
-                Admission::Invalid => Counter::FrontierInvalidUrl,
-                Admission::OutOfScope => Counter::FrontierOutOfScope,
-                Admission::TooDeep => Counter::FrontierTooDeep,
-                Admission::RobotsBlocked => Counter::FrontierRobotsBlocked,
-                Admission::HostBudget => Counter::FrontierHostBudget,
-                Admission::MaxPages => Counter::FrontierMaxPages,
-                Admission::Rejected => Counter::FrontierRejectedFull,
-                Admission::Seen => continue,
-            };
-            self.state.count(&counter, n).await?;
-        }
-        Ok(out)
+        self.admit_all(&batch.urls).await
     }
 
     /// Decides one URL.
     pub async fn admit(&self, d: &DiscoveredUrl) -> Result<Admission, FrontierError> {
+        let mut v = self.admit_all(std::slice::from_ref(d)).await?;
+        Ok(v.pop().unwrap_or(Admission::Invalid))
+    }
+
+    /// The verdicts of `urls`, in order. Each step asks the shared state about the whole
+    /// batch at once (the seen-set, each budget, then one atomic step that marks every
+    /// new URL seen and queues the admitted ones, then the counters: a handful of round
+    /// trips a batch, not several a link). Every URL gets the verdict it would have had
+    /// alone, in order: the budgets count only what passed the steps before. A batch that
+    /// fails midway is admitted again whole when it is redelivered: no URL is marked seen
+    /// without its job queued.
+    async fn admit_all(&self, urls: &[DiscoveredUrl]) -> Result<Vec<Admission>, FrontierError> {
+        let mut out: Vec<Option<Admission>> = vec![None; urls.len()];
+        let mut cands = Vec::with_capacity(urls.len());
+        let mut in_batch = HashSet::new();
+        for (i, d) in urls.iter().enumerate() {
+            match self.check_static(d) {
+                Ok(url) if !in_batch.insert(url.as_str().to_owned()) => {
+                    out[i] = Some(Admission::Seen)
+                }
+                Ok(url) => cands.push(Candidate {
+                    i,
+                    host: host_key(&url),
+                    url,
+                }),
+                Err(v) => out[i] = Some(v),
+            }
+        }
+        let keys: Vec<String> = cands.iter().map(|c| c.url.as_str().to_owned()).collect();
+        let seen = self.state.seen_contains_many(&keys).await?;
+        // Each new URL with the verdict that turns it away, or none yet.
+        let mut fresh: Vec<(Candidate, Option<Admission>)> = Vec::with_capacity(cands.len());
+        let now = now_ms();
+        for (c, seen) in cands.into_iter().zip(seen) {
+            if seen {
+                out[c.i] = Some(Admission::Seen);
+                continue;
+            }
+            // Before any budget: a URL robots.txt disallows is not a page of the crawl.
+            let blocked = !self
+                .robots
+                .allows(&*self.state, &c.host, &c.url, now)
+                .await?;
+            fresh.push((c, blocked.then_some(Admission::RobotsBlocked)));
+        }
+        let traps = &self.cfg.traps;
+        let page = |c: &Candidate| urls[c.i].kind == UrlKind::Page;
+        self.within_budget(&mut fresh, traps.max_query_variants, |c| {
+            (c.url.query().is_some() && traps.max_query_variants > 0).then(|| {
+                (
+                    Counter::QueryVariants(traps::path_pattern(&c.host, c.url.path())),
+                    Admission::Trap(TrapKind::QueryVariants),
+                )
+            })
+        })
+        .await?;
+        self.within_budget(&mut fresh, self.cfg.max_pages_per_host, |c| {
+            (self.cfg.max_pages_per_host > 0 && page(c))
+                .then(|| (Counter::HostPages(c.host.clone()), Admission::HostBudget))
+        })
+        .await?;
+        // Sitemaps and feeds are how pages are found, not pages: they use no page budget.
+        self.within_budget(&mut fresh, self.cfg.max_pages, |c| {
+            (self.cfg.max_pages > 0 && page(c))
+                .then_some((Counter::FrontierAdmitted, Admission::MaxPages))
+        })
+        .await?;
+        let items = fresh
+            .iter()
+            .map(|(c, v)| {
+                let job = v.is_none().then(|| self.job(&urls[c.i], c));
+                (c.url.as_str().to_owned(), job)
+            })
+            .collect();
+        let admitted = self.state.admit_many(items).await?;
+        let mut evicted = 0;
+        for ((c, v), a) in fresh.into_iter().zip(admitted) {
+            // Seen here: another frontier replica admitted it since the read above.
+            out[c.i] = Some(match (a, v) {
+                (Admitted::Seen, _) => Admission::Seen,
+                (_, Some(v)) => v,
+                (Admitted::Queued(Enqueued::AcceptedEvicting(n)), None) => {
+                    evicted += n as i64;
+                    Admission::Queued
+                }
+                (Admitted::Queued(Enqueued::Rejected), None) => Admission::Rejected,
+                (Admitted::Queued(Enqueued::Accepted) | Admitted::Marked, None) => {
+                    Admission::Queued
+                }
+            });
+        }
+        let out: Vec<Admission> = out
+            .into_iter()
+            .map(|v| v.unwrap_or(Admission::Invalid))
+            .collect();
+        self.count_verdicts(&out, evicted).await?;
+        Ok(out)
+    }
+
+    /// The checks that need no shared state; the normalized URL when it passes them.
+    fn check_static(&self, d: &DiscoveredUrl) -> Result<Url, Admission> {
         let Ok(url) = self.cfg.normalizer.parse(&d.url, None) else {
-            return Ok(Admission::Invalid);
+            return Err(Admission::Invalid);
         };
         // The path patterns choose among the pages linked: the start URLs, sitemaps and
         // feeds are the crawl's way in, not its pages.
         if !self.cfg.scope.contains(&url)
             || (d.depth > 0 && d.kind == UrlKind::Page && !self.cfg.paths.allows(&url))
         {
-            return Ok(Admission::OutOfScope);
+            return Err(Admission::OutOfScope);
         }
         if d.depth > self.cfg.max_depth {
-            return Ok(Admission::TooDeep);
+            return Err(Admission::TooDeep);
         }
         if let Some(trap) = self.cfg.traps.check_static(&url) {
-            return Ok(Admission::Trap(trap));
+            return Err(Admission::Trap(trap));
         }
-        if !self.state.seen_add(url.as_str()).await? {
-            return Ok(Admission::Seen);
-        }
-        let host = host_key(&url);
-        // Before any budget: a URL robots.txt disallows is not a page of the crawl.
-        if !self
-            .robots
-            .allows(&*self.state, &host, &url, now_ms())
-            .await?
-        {
-            return Ok(Admission::RobotsBlocked);
-        }
-        if url.query().is_some() && self.cfg.traps.max_query_variants > 0 {
-            let pattern = Counter::QueryVariants(traps::path_pattern(&host, url.path()));
-            if self.state.count(&pattern, 1).await? as u64 > self.cfg.traps.max_query_variants {
-                return Ok(Admission::Trap(TrapKind::QueryVariants));
+        Ok(url)
+    }
+
+    /// Counts one against a budget for each candidate still without a verdict that
+    /// `budget` names, all in one step; those past `limit` get the verdict `budget` gave
+    /// them. The n-th candidate of a counter takes the n-th unit the step added, so each
+    /// sees the count it would have seen alone.
+    async fn within_budget(
+        &self,
+        fresh: &mut [(Candidate, Option<Admission>)],
+        limit: u64,
+        budget: impl Fn(&Candidate) -> Option<(Counter, Admission)>,
+    ) -> Result<(), FrontierError> {
+        // Per counter: the counter, the verdict past it, and its candidates' positions.
+        let mut groups: Vec<(Counter, Admission, Vec<usize>)> = Vec::new();
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        for (pos, (c, verdict)) in fresh.iter().enumerate() {
+            if verdict.is_some() {
+                continue;
+            }
+            if let Some((counter, past)) = budget(c) {
+                let g = *by_key.entry(counter.key().into_owned()).or_insert_with(|| {
+                    groups.push((counter, past, Vec::new()));
+                    groups.len() - 1
+                });
+                groups[g].2.push(pos);
             }
         }
-        if self.cfg.max_pages_per_host > 0 && d.kind == UrlKind::Page {
-            let budget = Counter::HostPages(host.clone());
-            if self.state.count(&budget, 1).await? as u64 > self.cfg.max_pages_per_host {
-                return Ok(Admission::HostBudget);
+        if groups.is_empty() {
+            return Ok(());
+        }
+        let adds: Vec<(Counter, i64)> = groups
+            .iter()
+            .map(|(c, _, members)| (c.clone(), members.len() as i64))
+            .collect();
+        let totals = self.state.count_many(&adds).await?;
+        for ((_, past, members), total) in groups.into_iter().zip(totals) {
+            let before = total - members.len() as i64;
+            for (n, pos) in members.into_iter().enumerate() {
+                if (before + n as i64 + 1).max(0) as u64 > limit {
+                    fresh[pos].1 = Some(past.clone());
+                }
             }
         }
-        // Sitemaps and feeds are how pages are found, not pages: they use no page budget.
-        if self.cfg.max_pages > 0
-            && d.kind == UrlKind::Page
-            && self.state.count(&Counter::FrontierAdmitted, 1).await? as u64 > self.cfg.max_pages
-        {
-            return Ok(Admission::MaxPages);
-        }
-        let job = FetchJob {
+        Ok(())
+    }
+
+    fn job(&self, d: &DiscoveredUrl, c: &Candidate) -> FetchJob {
+        FetchJob {
             v: MESSAGE_VERSION,
             crawl: self.cfg.crawl.clone(),
-            url: url.to_string(),
-            host,
+            url: c.url.to_string(),
+            host: c.host.clone(),
             depth: d.depth,
             kind: d.kind,
             priority: priority(d.depth, d.kind, 0),
@@ -203,18 +299,52 @@ impl Frontier {
             lastmod: d.lastmod.clone(),
             robots_wait_since_ms: None,
             claim: None,
-        };
-        Ok(match self.state.enqueue(job).await? {
-            Enqueued::Accepted => Admission::Queued,
-            Enqueued::AcceptedEvicting(n) => {
-                self.state
-                    .count(&Counter::FrontierEvicted, n as i64)
-                    .await?;
-                Admission::Queued
-            }
-            Enqueued::Rejected => Admission::Rejected,
-        })
+        }
     }
+
+    /// The batch's verdicts counted per verdict, not per URL, in one step. Seen URLs are
+    /// not counted at all: a documentation page links to hundreds already seen.
+    async fn count_verdicts(&self, verdicts: &[Admission], evicted: i64) -> CoreResult<()> {
+        let mut counts: HashMap<&Admission, i64> = HashMap::new();
+        for v in verdicts.iter().filter(|v| **v != Admission::Seen) {
+            *counts.entry(v).or_default() += 1;
+        }
+        let mut adds: Vec<(Counter, i64)> = counts
+            .into_iter()
+            .filter_map(|(v, n)| Some((verdict_counter(v)?, n)))
+            .collect();
+        if evicted > 0 {
+            adds.push((Counter::FrontierEvicted, evicted));
+        }
+        if !adds.is_empty() {
+            self.state.count_many(&adds).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The counter of a verdict; none for [`Admission::Seen`].
+fn verdict_counter(v: &Admission) -> Option<Counter> {
+    Some(match v {
+        Admission::Trap(kind) => Counter::FrontierTrap(kind.name().into()),
+        Admission::Queued => Counter::FrontierQueued,
+        Admission::Invalid => Counter::FrontierInvalidUrl,
+        Admission::OutOfScope => Counter::FrontierOutOfScope,
+        Admission::TooDeep => Counter::FrontierTooDeep,
+        Admission::RobotsBlocked => Counter::FrontierRobotsBlocked,
+        Admission::HostBudget => Counter::FrontierHostBudget,
+        Admission::MaxPages => Counter::FrontierMaxPages,
+        Admission::Rejected => Counter::FrontierRejectedFull,
+        Admission::Seen => return None,
+    })
+}
+
+/// A URL that passed the checks needing no shared state.
+struct Candidate {
+    /// Its position in the batch.
+    i: usize,
+    url: Url,
+    host: String,
 }
 
 /// Moves jobs from ready hosts to the fetch queue until the stop. Publishing waits while
@@ -455,6 +585,60 @@ mod tests {
             state.counters().await.unwrap()[Counter::FrontierMaxPages.key().as_ref()],
             3
         );
+    }
+
+    /// One batch gets the verdicts its URLs get one at a time: repeats seen once, each
+    /// budget counting only what passed the checks before it, sitemaps outside the page
+    /// budgets, and the same counters.
+    #[tokio::test]
+    async fn a_batch_decides_as_its_urls_one_at_a_time() {
+        let setup = || {
+            let (mut f, state) = frontier(5, 7);
+            f.cfg.max_pages_per_host = 4;
+            f.cfg.scope = Scope::new(ScopeKind::Domain, &[Url::parse("http://h/").unwrap()]);
+            (f, state)
+        };
+        let mut urls = Vec::new();
+        for i in 0..12 {
+            let host = ["h", "a.h", "b.h"][i % 3];
+            urls.push(d(&format!("http://{host}/p{}", i % 5), 1));
+            urls.push(d(&format!("http://{host}/cal?m={i}"), 1));
+        }
+        let mut sitemap = d("http://a.h/sitemap.xml", 1);
+        sitemap.kind = UrlKind::Sitemap;
+        urls.insert(9, sitemap);
+        urls.push(d("ftp://h/x", 1));
+        urls.push(d("http://h/p0#again", 1));
+
+        let (alone, alone_state) = setup();
+        let mut singly = Vec::new();
+        for u in &urls {
+            singly.push(alone.admit(u).await.unwrap());
+        }
+        let (batched, batch_state) = setup();
+        let batch = Discovered {
+            v: MESSAGE_VERSION,
+            crawl: "t".into(),
+            source: None,
+            urls,
+        };
+        let got = batched.ingest(&batch).await.unwrap();
+        assert_eq!(got, singly);
+        for v in [
+            Admission::Queued,
+            Admission::Seen,
+            Admission::Invalid,
+            Admission::HostBudget,
+            Admission::MaxPages,
+            Admission::Trap(TrapKind::QueryVariants),
+        ] {
+            assert!(got.contains(&v), "{v:?} not in {got:?}");
+        }
+        assert_eq!(
+            batch_state.counters().await.unwrap(),
+            alone_state.counters().await.unwrap()
+        );
+        assert_eq!(batch_state.queued().await.unwrap(), 8);
     }
 
     #[test]
