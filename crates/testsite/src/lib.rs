@@ -4,10 +4,14 @@
 //! feeds, spider traps, 429 with Retry-After, slow, huge and gzip-bomb bodies, legacy
 //! charsets, binary content) and, optionally, a directory. Every request is logged with its
 //! start and end time so tests can check politeness from the server's side.
+//!
+//! [`web`] is the other site: a synthetic web of millions of pages over many loopback
+//! hosts, for scale tests and benchmarks.
 
 mod changing;
 pub mod js;
 mod scenarios;
+pub mod web;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

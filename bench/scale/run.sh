@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# trawl at scale on a synthetic web: the embedded crawl, the cluster and Scrapy, one after
+# the other on the same web, in one run.
+#
+#   bench/scale/run.sh [PAGES] [--million] [--only embedded,cluster,scrapy]
+#
+# PAGES defaults to 100,000 (a few minutes); --million crawls 1,000,000. The web:
+# `trawl-testsite --web PAGES --hosts 20`, 20 hosts on 127.1.0.1 to 127.1.0.20 (see
+# crates/testsite/src/web), started afresh for each side so its counters judge that side
+# alone: every page fetched once, never two requests in flight to one host, nothing under
+# robots.txt's /private/ fetched. Each side crawls from the 20 roots with `--delay 0` and
+# one request in flight per host (trawl's default), without an index:
+# - embedded: `trawl crawl --no-index`, one process; CPU and peak RSS from /usr/bin/time,
+#   RSS sampled every second beside the pages written so far (is memory flat?);
+# - cluster: a frontier, two fetchers, two extractors and an indexer without an index,
+#   over a nats-server (JetStream file store) and a redis-server of the benchmark's own;
+#   CPU of every process from /proc, Redis commands and memory, NATS messages and
+#   JetStream bytes once the crawl drained;
+# - scrapy: bench/scale/scrapy_crawl.py (Scrapy from PyPI in target/scale-venv), the same
+#   politeness (CONCURRENT_REQUESTS_PER_IP = 1, no delay, robots.txt obeyed).
+# The server's CPU is given for each side. Results: bench/out/scale/summary.json.
+# BIN=DIR runs the binaries in DIR instead of a release build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+pages=100000
+only="embedded,cluster,scrapy"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --million) pages=1000000 ;;
+    --only) only="$2"; shift ;;
+    *) pages="$1" ;;
+  esac
+  shift
+done
+hosts=20
+out=$ROOT/bench/out/scale
+web_port=18400; nats_port=14334; nats_http=18224; redis_port=16391
+rm -rf "$out"; mkdir -p "$out"
+
+if [ -z "${BIN:-}" ]; then
+  # The same package set as bench/cluster: one release build serves every benchmark.
+  cargo build --release --locked --workspace --bins --examples
+  BIN=$ROOT/target/release
+fi
+tick=$(getconf CLK_TCK)
+cpu_of() { awk -v t="$tick" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return; sleep 0.1; done; echo "port $1:$2 did not open" >&2; exit 1; }
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+# The web for one side; its stats are written when it is stopped.
+web_start() {
+  "$BIN/trawl-testsite" --web "$pages" --hosts "$hosts" --port "$web_port" \
+    --seeds "$out/seeds.txt" --stats "$out/web-$1.json" 2>"$out/web-$1.log" &
+  web=$!
+  pids+=("$web")
+  wait_port 127.1.0.1 "$web_port"; wait_port "127.1.0.$hosts" "$web_port"
+}
+web_stop() { # side -> writes web-SIDE-cpu
+  cpu_of "$web" > "$out/web-$1-cpu"
+  kill -TERM "$web"; wait "$web" 2>/dev/null || true
+}
+# RSS of a process every second, with the bytes of a file it writes: time rss_kb bytes.
+sample() {
+  local pid=$1 file=$2 log=$3 t=0
+  while kill -0 "$pid" 2>/dev/null; do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    size=$(stat -c %s "$file" 2>/dev/null || echo 0)
+    echo "$t ${rss:-0} $size" >> "$log"
+    sleep 1; t=$((t + 1))
+  done
+}
+common=(--allow-private --delay 0 --urls "$out/seeds.txt")
+
+if [[ $only == *embedded* ]]; then
+  echo "scale: embedded, $pages pages" >&2
+  web_start embedded
+  /usr/bin/time -f "%e %U %S %M" -o "$out/time-embedded.txt" \
+    "$BIN/trawl" crawl "${common[@]}" --no-index --progress none --out "$out/embedded" \
+    2>"$out/embedded.log" &
+  crawl=$!
+  sleep 0.5
+  sample "$(pgrep -P "$crawl" -x trawl || echo "$crawl")" "$out/embedded/pages.jsonl" "$out/rss-embedded.txt" &
+  wait "$crawl"
+  web_stop embedded
+fi
+
+if [[ $only == *cluster* ]]; then
+  echo "scale: cluster, $pages pages" >&2
+  web_start cluster
+  mkdir -p "$out/cluster" "$out/nats"
+  printf 'listen: 127.0.0.1:%s\nhttp: 127.0.0.1:%s\nmax_payload: 8MB\njetstream { store_dir: "%s" }\n' \
+    "$nats_port" "$nats_http" "$out/nats" > "$out/nats.conf"
+  nats-server -c "$out/nats.conf" > "$out/nats.log" 2>&1 &
+  nats=$!
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null &
+  redis=$!
+  pids+=("$nats" "$redis")
+  wait_port 127.0.0.1 "$nats_port"; wait_port 127.0.0.1 "$redis_port"
+  export TRAWL_NATS_URL="nats://127.0.0.1:$nats_port" TRAWL_REDIS_URL="redis://127.0.0.1:$redis_port"
+  export TRAWL_CRAWL=scale TRAWL_OUT="$out/cluster" TRAWL_LOG=warn
+  svc=(); names=()
+  port=19300
+  for s in frontier fetcher fetcher extractor extractor indexer; do
+    conc=8; [ "$s" = fetcher ] && conc=32; [ "$s" = extractor ] && conc=1
+    port=$((port + 1))
+    TRAWL_METRICS_ADDR="127.0.0.1:$port" TRAWL_CONCURRENCY=$conc "$BIN/trawl-$s" 2>"$out/$s-$port.log" &
+    svc+=($!); names+=("$s")
+  done
+  pids+=("${svc[@]}")
+  start=$(date +%s.%N)
+  "$BIN/trawl" submit "${common[@]}" --wait --wait-timeout 7200 > "$out/submit.txt"
+  c_wall=$(calc "$(date +%s.%N) - $start")
+  c_cpu=0; parts=""
+  for i in "${!svc[@]}"; do
+    c=$(cpu_of "${svc[$i]}"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts ${names[$i]}=$c"
+  done
+  for p in nats redis; do
+    c=$(cpu_of "${!p}"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts $p=$c"
+  done
+  redis-cli -p "$redis_port" INFO commandstats > "$out/redis-commands.txt"
+  redis-cli -p "$redis_port" INFO memory > "$out/redis-memory.txt"
+  redis-cli -p "$redis_port" --scan --pattern 'trawl:{scale}:seen:*' | head -1 > /dev/null
+  curl -fsS "http://127.0.0.1:$nats_http/varz" > "$out/nats-varz.json"
+  curl -fsS "http://127.0.0.1:$nats_http/jsz" > "$out/nats-jsz.json"
+  printf '{"wall_s": %s, "cpu_s": %s, "cpu_by_process": "%s"}\n' "$c_wall" "$c_cpu" "${parts# }" > "$out/cluster.json"
+  kill -TERM "${svc[@]}"; wait "${svc[@]}" 2>/dev/null || true
+  kill "$nats" "$redis"; wait "$nats" "$redis" 2>/dev/null || true
+  web_stop cluster
+fi
+
+if [[ $only == *scrapy* ]]; then
+  echo "scale: scrapy, $pages pages" >&2
+  venv=$ROOT/target/scale-venv
+  if ! "$venv/bin/python3" -c "import scrapy" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "scrapy==2.19.0"
+  fi
+  web_start scrapy
+  /usr/bin/time -f "%e %U %S %M" -o "$out/time-scrapy.txt" \
+    "$venv/bin/python3" bench/scale/scrapy_crawl.py "$out/seeds.txt" "$out/scrapy.jsonl" 64 \
+    2>"$out/scrapy.log" &
+  crawl=$!
+  sleep 0.5
+  sample "$(pgrep -P "$crawl" || echo "$crawl")" "$out/scrapy.jsonl" "$out/rss-scrapy.txt" &
+  wait "$crawl"
+  web_stop scrapy
+fi
+
+python3 bench/scale/summary.py "$out" "$pages" > "$out/summary.json"
+cat "$out/summary.json"

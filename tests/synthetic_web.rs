@@ -1,0 +1,73 @@
+//! The embedded crawler on the synthetic web (`trawl_testsite::web`): six hosts on their
+//! own loopback addresses, with near-copies, redirect chains and a loop, robots.txt
+//! exclusions, broken links, a query trap, a slow host and erroring hosts. Judged from the
+//! crawl's own `pages.jsonl` and from the server's counters: every page written and fetched
+//! once, never two requests in flight to one host, nothing robots.txt excludes fetched,
+//! the trap cut at its budget, the near-copies flagged.
+
+use std::collections::HashMap;
+
+use support::{options, pages};
+use trawl_testsite::web::{Web, WebConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_of_a_synthetic_web_once_and_politely() {
+    let web = Web::start(WebConfig {
+        pages: 6_000,
+        hosts: 6,
+        first_addr: [127, 2, 0, 1].into(),
+        slow_every: 3,
+        slow_ms: 2,
+        error_every: 4,
+        ..WebConfig::default()
+    })
+    .await
+    .unwrap();
+    let expected = web.config().expected();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&web.roots(), out.path());
+    o.concurrency = 16;
+    o.crawl.max_query_variants = 40;
+    trawl::crawl(o).await.unwrap();
+
+    let seen = web.stats();
+    assert_eq!(seen.pages_fetched, expected.pages, "{seen:?}");
+    assert_eq!(seen.pages_fetched_again, 0, "{seen:?}");
+    assert_eq!(seen.max_in_flight_per_host, 1, "{seen:?}");
+    assert_eq!(seen.private_requests, 0, "{seen:?}");
+    // One trap per host, each cut at the query-variant budget.
+    assert!(seen.trap_requests <= 6 * 41, "{seen:?}");
+    assert_eq!(seen.robots_requests, 6, "{seen:?}");
+
+    let pages = pages(out.path());
+    let mut by_url: HashMap<String, usize> = HashMap::new();
+    let (mut ok, mut failed, mut flagged) = (0, 0, 0);
+    for p in &pages {
+        let url = p["final_url"].as_str().unwrap();
+        let Some(path) = url.splitn(4, '/').nth(3) else {
+            continue;
+        };
+        // Broken links (404), and redirects whose target the crawl fetches anyway, are
+        // records of their own, not pages of the web.
+        match (path.starts_with("p/"), p["status"].as_u64()) {
+            (true, Some(200)) => ok += 1,
+            (true, Some(500)) => failed += 1,
+            _ => continue,
+        }
+        *by_url.entry(url.to_string()).or_default() += 1;
+        if p["duplicate_of"].is_string() {
+            flagged += 1;
+        }
+    }
+    assert!(by_url.values().all(|n| *n == 1), "a page written twice");
+    assert_eq!(by_url.len() as u64, expected.pages);
+    assert_eq!(ok, expected.pages_ok);
+    assert_eq!(failed, expected.pages - expected.pages_ok);
+    // Each near-copy differs from its original by one line; the SimHash gate flags at
+    // least nine in ten (its pairs are not all within its distance).
+    assert!(
+        flagged * 10 >= expected.near_copies * 9,
+        "{flagged} of {} near-copies flagged",
+        expected.near_copies
+    );
+}
