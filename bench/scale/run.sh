@@ -75,17 +75,26 @@ sample() {
 }
 common=(--allow-private --delay 0 --urls "$out/seeds.txt")
 
-if [[ $only == *embedded* ]]; then
-  echo "scale: embedded, $pages pages" >&2
-  web_start embedded
-  /usr/bin/time -f "%e %U %S %M" -o "$out/time-embedded.txt" \
-    "$BIN/trawl" crawl "${common[@]}" --no-index --progress none --out "$out/embedded" \
-    2>"$out/embedded.log" &
-  crawl=$!
+# One crawler process on a fresh web: SIDE, the file it writes its pages to, the command.
+# Wall, CPU and peak RSS from /usr/bin/time; RSS sampled against the output's growth.
+crawl_one() {
+  local side=$1 pages_file=$2; shift 2
+  echo "scale: $side, $pages pages" >&2
+  web_start "$side"
+  /usr/bin/time -f "%e %U %S %M" -o "$out/time-$side.txt" "$@" 2>"$out/$side.log" &
+  local crawl=$!
   sleep 0.5
-  sample "$(pgrep -P "$crawl" -x trawl || echo "$crawl")" "$out/embedded/pages.jsonl" "$out/rss-embedded.txt" &
+  # The crawler is /usr/bin/time's child.
+  local child
+  child=$(pgrep -P "$crawl" | head -1 || true)
+  sample "${child:-$crawl}" "$pages_file" "$out/rss-$side.txt" &
   wait "$crawl"
-  web_stop embedded
+  web_stop "$side"
+}
+
+if [[ $only == *embedded* ]]; then
+  crawl_one embedded "$out/embedded/pages.jsonl" \
+    "$BIN/trawl" crawl "${common[@]}" --no-index --progress none --out "$out/embedded"
 fi
 
 if [[ $only == *cluster* ]]; then
@@ -133,21 +142,13 @@ if [[ $only == *cluster* ]]; then
 fi
 
 if [[ $only == *scrapy* ]]; then
-  echo "scale: scrapy, $pages pages" >&2
   venv=$ROOT/target/scale-venv
   if ! "$venv/bin/python3" -c "import scrapy" 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "scrapy==2.19.0"
   fi
-  web_start scrapy
-  /usr/bin/time -f "%e %U %S %M" -o "$out/time-scrapy.txt" \
-    "$venv/bin/python3" bench/scale/scrapy_crawl.py "$out/seeds.txt" "$out/scrapy.jsonl" 64 \
-    2>"$out/scrapy.log" &
-  crawl=$!
-  sleep 0.5
-  sample "$(pgrep -P "$crawl" || echo "$crawl")" "$out/scrapy.jsonl" "$out/rss-scrapy.txt" &
-  wait "$crawl"
-  web_stop scrapy
+  crawl_one scrapy "$out/scrapy.jsonl" \
+    "$venv/bin/python3" bench/scale/scrapy_crawl.py "$out/seeds.txt" "$out/scrapy.jsonl" 64
 fi
 
 python3 bench/scale/summary.py "$out" "$pages" > "$out/summary.json"

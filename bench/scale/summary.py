@@ -76,12 +76,17 @@ def web(side):
 summary = {"pages": pages, "sides": {}}
 sides = summary["sides"]
 
+def one_process(side, pages_files):
+    """A side that is one crawler process: its time file, pages, RSS curve and web."""
+    s = time_file(f"{out}/time-{side}.txt")
+    s.update(pages_of(pages_files))
+    s["rss_by_output"] = rss_curve(f"{out}/rss-{side}.txt")
+    s["web"] = web(side)
+    return s
+
+
 if os.path.exists(f"{out}/time-embedded.txt"):
-    e = time_file(f"{out}/time-embedded.txt")
-    e.update(pages_of([f"{out}/embedded/pages.jsonl"]))
-    e["rss_by_output"] = rss_curve(f"{out}/rss-embedded.txt")
-    e["web"] = web("embedded")
-    sides["embedded"] = e
+    sides["embedded"] = one_process("embedded", [f"{out}/embedded/pages.jsonl"])
 
 if os.path.exists(f"{out}/cluster.json"):
     c = load(f"{out}/cluster.json")
@@ -99,11 +104,7 @@ if os.path.exists(f"{out}/cluster.json"):
     sides["cluster"] = c
 
 if os.path.exists(f"{out}/time-scrapy.txt"):
-    s = time_file(f"{out}/time-scrapy.txt")
-    s.update(pages_of([f"{out}/scrapy.jsonl"]))
-    s["rss_by_output"] = rss_curve(f"{out}/rss-scrapy.txt")
-    s["web"] = web("scrapy")
-    sides["scrapy"] = s
+    sides["scrapy"] = one_process("scrapy", [f"{out}/scrapy.jsonl"])
 
 for name, s in sides.items():
     fetched = (s.get("web") or {}).get("seen", {}).get("pages_fetched") or s["lines"]

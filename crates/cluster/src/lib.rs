@@ -5,11 +5,13 @@
 pub mod dead_pages;
 pub mod endpoints;
 pub mod jetstream;
+pub mod queued_job;
 pub mod redis_archives;
 pub mod redis_conn;
 pub mod redis_gate;
 pub mod redis_history;
 pub mod redis_min_gate;
+pub(crate) mod redis_scripts;
 pub mod redis_state;
 pub mod service;
 pub mod spec;

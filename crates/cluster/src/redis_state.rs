@@ -5,15 +5,16 @@
 //! Layout under `trawl:{crawl}:`:
 //! - `seen:<b>`: the seen-set, 64-bit URL digests split into 65,536 sets by their top 16
 //!   bits, each holding the low 48 bits as integers, so Redis keeps them as compact intsets
-//!   (9.4 bytes a URL at 10 million URLs, measured by `examples/seen_bytes.rs`) instead of
+//!   (9.4 bytes a URL at 10 million URLs, measured by `examples/state_bytes.rs`) instead of
 //!   strings (60 to 70 bytes).
-//! - `jobs` (seq -> job JSON), `jobhost` (seq -> host), `q:<host>` (seq by priority, one
-//!   zset per host), `byprio` (every queued seq by priority, for eviction), `ready` (hosts
-//!   with work and a free slot by next-allowed time), `host:<host>` (in flight, next allowed),
-//!   `claims:<host>`, `claimexp` and `claimjob` (slots held with their jobs, by claim id:
-//!   the job's queue sequence number, which travels on the job; a claim nobody renews or
-//!   releases expires, and its job goes back in the queue), `robots:<host>`
-//!   (with a TTL), `counters`.
+//! - `q:<host>` (the host's queued jobs, each one member in its compact encoding,
+//!   [`crate::queued_job`], scored by priority), `queued` (how many in all: the cap),
+//!   `worst` (hosts by the lowest priority they queue, for eviction), `ready` (hosts with
+//!   work and a free slot by next-allowed time), `host:<host>` (in flight, next allowed),
+//!   `claims:<host>`, `claimexp` and `claimjob` (slots held with their jobs, by claim id,
+//!   drawn from `seq` when the job is claimed and carried on the job; a claim nobody renews
+//!   or releases expires, and its job goes back in the queue), `robots:<host>` (with a
+//!   TTL), `counters`. The scripts are in [`crate::redis_scripts`].
 
 use std::collections::BTreeMap;
 
@@ -27,171 +28,19 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("redis {what}: {e}"))
 }
 
+use crate::queued_job;
 use crate::redis_conn::Within;
-
-/// Helpers shared by the scripts (prepended to each).
-const LIB: &str = r#"
-local P = KEYS[1]
-local function hk(h) return P .. 'host:' .. h end
-local function qk(h) return P .. 'q:' .. h end
-local function reschedule(h, per_host)
-  local n = redis.call('ZCARD', qk(h))
-  local inflight = tonumber(redis.call('HGET', hk(h), 'inflight') or '0')
-  local nxt = tonumber(redis.call('HGET', hk(h), 'next') or '0')
-  if n > 0 and inflight < per_host then
-    redis.call('ZADD', P .. 'ready', nxt, h)
-  else
-    redis.call('ZREM', P .. 'ready', h)
-    if n == 0 and inflight <= 0 and nxt == 0 then redis.call('DEL', hk(h)) end
-  end
-end
-local function reap(now, per_host)
-  local expired = redis.call('ZRANGEBYSCORE', P .. 'claimexp', '-inf', now, 'LIMIT', 0, 100)
-  for _, m in ipairs(expired) do
-    local sep = string.find(m, '|', 1, true)
-    local h = string.sub(m, 1, sep - 1)
-    local seq = string.sub(m, sep + 1)
-    redis.call('ZREM', P .. 'claimexp', m)
-    if redis.call('ZREM', P .. 'claims:' .. h, seq) == 1 then
-      local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
-      if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
-      -- Nobody released it: whoever held the job died before fetching it (a frontier
-      -- between claim and publish, or a fetcher): the job goes back in its host's queue.
-      local held = redis.call('HGET', P .. 'claimjob', seq)
-      if held then
-        local bar = string.find(held, '|', 1, true)
-        local prio = tonumber(string.sub(held, 1, bar - 1))
-        -- Under a new sequence number, which is its next claim's id: the copy that may
-        -- still wait in the fetch stream under the old id can no longer be held.
-        local nseq = string.format('%016x', redis.call('INCR', P .. 'seq'))
-        redis.call('HSET', P .. 'jobs', nseq, string.sub(held, bar + 1))
-        redis.call('HSET', P .. 'jobhost', nseq, h)
-        redis.call('ZADD', qk(h), prio, nseq)
-        redis.call('ZADD', P .. 'byprio', prio, nseq)
-        redis.call('HDEL', P .. 'claimjob', seq)
-      end
-      reschedule(h, per_host)
-    end
-  end
-  return #expired
-end
-"#;
-
-// Items in sextuples (mode, seen bucket, seen value, priority, host, job) after the cap and
-// the per-host slots. Mode `q` offers the job to the queues; `a` first adds the URL to the
-// seen-set and offers the job only when it was new; `m` only adds it to the seen-set. Per
-// item: the number of URLs evicted to make room, -1 where the job ranked too low to enter,
-// -2 where the URL was seen before, -3 where it was marked seen (`m`).
-const ENQUEUE: &str = r#"
-local max_q, per_host = tonumber(ARGV[1]), tonumber(ARGV[2])
-local function enqueue(prio, h, job)
-  local evicted = 0
-  if redis.call('ZCARD', P .. 'byprio') >= max_q then
-    local worst = redis.call('ZRANGE', P .. 'byprio', -1, -1, 'WITHSCORES')
-    if #worst == 0 or tonumber(worst[2]) <= prio then return -1 end
-    while redis.call('ZCARD', P .. 'byprio') >= max_q do
-      local w = redis.call('ZPOPMAX', P .. 'byprio')
-      if #w == 0 then break end
-      local wseq = w[1]
-      local wh = redis.call('HGET', P .. 'jobhost', wseq)
-      redis.call('HDEL', P .. 'jobs', wseq)
-      redis.call('HDEL', P .. 'jobhost', wseq)
-      if wh then
-        redis.call('ZREM', qk(wh), wseq)
-        reschedule(wh, per_host)
-      end
-      evicted = evicted + 1
-    end
-  end
-  local seq = string.format('%016x', redis.call('INCR', P .. 'seq'))
-  redis.call('HSET', P .. 'jobs', seq, job)
-  redis.call('HSET', P .. 'jobhost', seq, h)
-  redis.call('ZADD', qk(h), prio, seq)
-  redis.call('ZADD', P .. 'byprio', prio, seq)
-  reschedule(h, per_host)
-  return evicted
-end
-local out = {}
-for i = 3, #ARGV, 6 do
-  local mode = ARGV[i]
-  local verdict
-  if mode ~= 'q' and redis.call('SADD', P .. 'seen:' .. ARGV[i + 1], ARGV[i + 2]) == 0 then
-    verdict = -2
-  elseif mode == 'm' then
-    verdict = -3
-  else
-    verdict = enqueue(tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5])
-  end
-  out[#out + 1] = verdict
-end
-return out
-"#;
+use crate::redis_scripts::{ADMIT, CLAIM, HOLD, LIB, RELEASE};
 
 /// Items per enqueue script call and commands per pipeline: a sitemap's 50,000 URLs do
 /// not hold Redis (single-threaded) in one step.
 const BATCH: usize = 512;
 
-const CLAIM: &str = r#"
-local now, per_host, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-reap(now, per_host)
-local first = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', now, 'LIMIT', 0, 1)
-if #first == 0 then return false end
-local h = first[1]
-local top = redis.call('ZPOPMIN', qk(h))
-if #top == 0 then reschedule(h, per_host) return false end
-local seq = top[1]
-local job = redis.call('HGET', P .. 'jobs', seq)
-redis.call('HSET', P .. 'claimjob', seq, top[2] .. '|' .. job)
-redis.call('HDEL', P .. 'jobs', seq)
-redis.call('HDEL', P .. 'jobhost', seq)
-redis.call('ZREM', P .. 'byprio', seq)
-redis.call('HINCRBY', hk(h), 'inflight', 1)
-redis.call('ZADD', P .. 'claims:' .. h, now + ttl, seq)
-redis.call('ZADD', P .. 'claimexp', now + ttl, h .. '|' .. seq)
-reschedule(h, per_host)
-return {seq, job}
-"#;
-
-// With a claim id (ARGV[4]) exactly that claim is released, and one that expired (its
-// slot given back, its job queued again) frees nothing; without, the host's oldest.
-const RELEASE: &str = r#"
-local h, nxt, per_host, id = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local freed = 1
-if id ~= '' then
-  freed = redis.call('ZREM', P .. 'claims:' .. h, id)
-  redis.call('ZREM', P .. 'claimexp', h .. '|' .. id)
-  redis.call('HDEL', P .. 'claimjob', id)
-else
-  local held = redis.call('ZPOPMIN', P .. 'claims:' .. h)
-  if #held > 0 then
-    redis.call('ZREM', P .. 'claimexp', h .. '|' .. held[1])
-    redis.call('HDEL', P .. 'claimjob', held[1])
-  end
-end
-if freed == 1 then
-  local left = redis.call('HINCRBY', hk(h), 'inflight', -1)
-  if left < 0 then redis.call('HSET', hk(h), 'inflight', 0) end
-end
-local cur = tonumber(redis.call('HGET', hk(h), 'next') or '0')
-if nxt > cur then redis.call('HSET', hk(h), 'next', nxt) end
-reschedule(h, per_host)
-return 1
-"#;
-
-/// Renews a claim for another TTL from now; 0 when it is gone (expired and reaped).
-const HOLD: &str = r#"
-local h, id, now, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-reap(now, tonumber(ARGV[5]))
-if not redis.call('ZSCORE', P .. 'claims:' .. h, id) then return 0 end
-redis.call('ZADD', P .. 'claims:' .. h, now + ttl, id)
-redis.call('ZADD', P .. 'claimexp', now + ttl, h .. '|' .. id)
-return 1
-"#;
-
 /// The host schedule, seen-set, robots cache and counters of one crawl, in Redis.
 #[derive(Clone)]
 pub struct RedisState {
     conn: ConnectionManager,
+    crawl: String,
     prefix: String,
     max_queued: usize,
     per_host: u32,
@@ -217,11 +66,12 @@ impl RedisState {
         let script = |body: &str| Script::new(&format!("{LIB}\n{body}"));
         Ok(RedisState {
             conn,
+            crawl: crawl.to_string(),
             prefix: format!("trawl:{{{crawl}}}:"),
             max_queued: max_queued.max(1),
             per_host: per_host.max(1),
             claim_ttl_ms,
-            enqueue: script(ENQUEUE),
+            enqueue: script(ADMIT),
             claim: script(CLAIM),
             release: script(RELEASE),
             hold: script(HOLD),
@@ -263,8 +113,8 @@ impl RedisState {
                     .arg((d & 0xffff_ffff_ffff) as i64);
                 match job {
                     Some(job) => {
-                        let json = serde_json::to_string(job).map_err(|e| backend("encode", e))?;
-                        call.arg(job.priority).arg(&job.host).arg(json);
+                        let member = queued_job::encode(job).map_err(|e| backend("encode", e))?;
+                        call.arg(job.priority).arg(&job.host).arg(member);
                     }
                     None => {
                         call.arg(0).arg("").arg("");
@@ -369,7 +219,7 @@ impl State for RedisState {
 
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
         let mut conn = self.conn.clone();
-        let claimed: Option<(String, String)> = self
+        let claimed: Option<(String, String, String, f64)> = self
             .claim
             .key(&self.prefix)
             .arg(now_ms)
@@ -379,11 +229,11 @@ impl State for RedisState {
             .within()
             .await
             .map_err(|e| backend("claim", e))?;
-        let Some((id, json)) = claimed else {
+        let Some((id, member, host, priority)) = claimed else {
             return Ok(None);
         };
-        let mut job: FetchJob =
-            serde_json::from_str(&json).map_err(|e| backend("decode job", e))?;
+        let mut job = queued_job::decode(&member, &self.crawl, &host, priority as i64)
+            .map_err(|e| backend("decode job", e))?;
         job.claim = Some(id);
         Ok(Some(Claim { job }))
     }
@@ -448,12 +298,13 @@ impl State for RedisState {
 
     async fn queued(&self) -> CoreResult<usize> {
         let mut conn = self.conn.clone();
-        redis::cmd("ZCARD")
-            .arg(format!("{}byprio", self.prefix))
+        let n: Option<i64> = redis::cmd("GET")
+            .arg(format!("{}queued", self.prefix))
             .query_async(&mut conn)
             .within()
             .await
-            .map_err(|e| backend("queued", e))
+            .map_err(|e| backend("queued", e))?;
+        Ok(n.unwrap_or(0).max(0) as usize)
     }
 
     /// Claimed and not yet released or expired.

@@ -376,3 +376,71 @@ async fn batched_steps_match_one_at_a_time() {
     many.clear().await.unwrap();
     one.clear().await.unwrap();
 }
+
+/// What a queued URL costs in Redis, from `MEMORY USAGE` of the crawl's own keys (other
+/// tests share the server): one sorted-set member per URL, under 150 bytes for URLs of
+/// the synthetic web's shape (31 bytes), where the whole job's JSON in a hash beside two
+/// sorted sets of sequence numbers took 690.
+#[tokio::test]
+async fn a_queued_url_costs_one_compact_member() {
+    let Some(s) = state(1_000_000, 1, 60_000).await else {
+        return;
+    };
+    let n = 20_000;
+    let jobs: Vec<_> = (0..n)
+        .map(|i| {
+            let host = format!("127.1.0.{}:18400", 1 + i % 20);
+            let mut j = job(
+                &host,
+                &format!("/p/{}", 100_000 + i),
+                3_000_000 + (i % 5) as i64,
+            );
+            j.depth = 3;
+            (j.url.clone(), Some(j))
+        })
+        .collect();
+    s.admit_many(jobs).await.unwrap();
+    assert_eq!(s.queued().await.unwrap(), n);
+    let client = redis::Client::open(URL).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut bytes = 0u64;
+    for suffix in ["worst", "queued", "ready"] {
+        let key = format!("{}{suffix}", s.prefix());
+        let b: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        bytes += b.unwrap_or(0);
+    }
+    for h in 0..20 {
+        let key = format!("{}q:127.1.0.{}:18400", s.prefix(), h + 1);
+        let b: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        bytes += b.expect("each host has a queue");
+    }
+    let per_url = bytes as f64 / n as f64;
+    eprintln!("{per_url:.1} bytes per queued URL");
+    assert!(per_url < 150.0, "{per_url:.1} bytes per queued URL");
+    // The jobs come back whole from their compact members.
+    let c = s.claim(u64::MAX / 2).await.unwrap().unwrap();
+    assert!(c.job.url.starts_with("http://127.1.0.") && c.job.depth == 3);
+    assert!((3_000_000..3_000_005).contains(&c.job.priority));
+    let i: i64 = c.job.url.rsplit('/').next().unwrap().parse().unwrap();
+    assert_eq!(
+        (i - 100_000) % 5,
+        c.job.priority - 3_000_000,
+        "{}",
+        c.job.url
+    );
+    s.clear().await.unwrap();
+}
