@@ -132,7 +132,6 @@ if [[ $only == *cluster* ]]; then
   done
   redis-cli -p "$redis_port" INFO commandstats > "$out/redis-commands.txt"
   redis-cli -p "$redis_port" INFO memory > "$out/redis-memory.txt"
-  redis-cli -p "$redis_port" --scan --pattern 'trawl:{scale}:seen:*' | head -1 > /dev/null
   curl -fsS "http://127.0.0.1:$nats_http/varz" > "$out/nats-varz.json"
   curl -fsS "http://127.0.0.1:$nats_http/jsz" > "$out/nats-jsz.json"
   printf '{"wall_s": %s, "cpu_s": %s, "cpu_by_process": "%s"}\n' "$c_wall" "$c_cpu" "${parts# }" > "$out/cluster.json"

@@ -82,6 +82,30 @@ impl RedisState {
         &self.prefix
     }
 
+    /// One command an item, written by `add`,, in pipelines of [`BATCH`]; the replies in order.
+    async fn pipelined<T, R: redis::FromRedisValue>(
+        &self,
+        items: &[T],
+        what: &str,
+        add: impl Fn(&mut redis::Pipeline, &T),
+    ) -> CoreResult<Vec<R>> {
+        let mut out = Vec::with_capacity(items.len());
+        for chunk in items.chunks(BATCH) {
+            let mut pipe = redis::pipe();
+            for item in chunk {
+                add(&mut pipe, item);
+            }
+            let mut conn = self.conn.clone();
+            let replies: Vec<R> = pipe
+                .query_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend(what, e))?;
+            out.extend(replies);
+        }
+        Ok(out)
+    }
+
     /// The seen-set's set and member for `key`.
     fn seen_slot(&self, key: &str) -> (String, i64) {
         let d = seen_digest(key);
@@ -172,22 +196,11 @@ impl State for RedisState {
     }
 
     async fn seen_contains_many(&self, keys: &[String]) -> CoreResult<Vec<bool>> {
-        let mut out = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(BATCH) {
-            let mut pipe = redis::pipe();
-            for key in chunk {
-                let (bucket, value) = self.seen_slot(key);
-                pipe.cmd("SISMEMBER").arg(bucket).arg(value);
-            }
-            let mut conn = self.conn.clone();
-            let found: Vec<bool> = pipe
-                .query_async(&mut conn)
-                .within()
-                .await
-                .map_err(|e| backend("seen", e))?;
-            out.extend(found);
-        }
-        Ok(out)
+        self.pipelined(keys, "seen", |pipe, key| {
+            let (bucket, value) = self.seen_slot(key);
+            pipe.cmd("SISMEMBER").arg(bucket).arg(value);
+        })
+        .await
     }
 
     async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
@@ -358,24 +371,11 @@ impl State for RedisState {
     }
 
     async fn incr_many(&self, counters: &[(String, i64)]) -> CoreResult<Vec<i64>> {
-        let mut out = Vec::with_capacity(counters.len());
-        for chunk in counters.chunks(BATCH) {
-            let mut pipe = redis::pipe();
-            for (c, by) in chunk {
-                pipe.cmd("HINCRBY")
-                    .arg(format!("{}counters", self.prefix))
-                    .arg(c)
-                    .arg(*by);
-            }
-            let mut conn = self.conn.clone();
-            let values: Vec<i64> = pipe
-                .query_async(&mut conn)
-                .within()
-                .await
-                .map_err(|e| backend("incr", e))?;
-            out.extend(values);
-        }
-        Ok(out)
+        let key = format!("{}counters", self.prefix);
+        self.pipelined(counters, "incr", |pipe, (c, by)| {
+            pipe.cmd("HINCRBY").arg(&key).arg(c).arg(*by);
+        })
+        .await
     }
 
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {

@@ -403,9 +403,14 @@ async fn a_queued_url_costs_one_compact_member() {
     assert_eq!(s.queued().await.unwrap(), n);
     let client = redis::Client::open(URL).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    // The crawl-wide keys, then each host's queue, which must exist.
+    let mut keys: Vec<(String, bool)> = ["worst", "queued", "ready"]
+        .iter()
+        .map(|k| (format!("{}{k}", s.prefix()), false))
+        .collect();
+    keys.extend((1..=20).map(|h| (format!("{}q:127.1.0.{h}:18400", s.prefix()), true)));
     let mut bytes = 0u64;
-    for suffix in ["worst", "queued", "ready"] {
-        let key = format!("{}{suffix}", s.prefix());
+    for (key, required) in keys {
         let b: Option<u64> = redis::cmd("MEMORY")
             .arg("USAGE")
             .arg(&key)
@@ -414,19 +419,8 @@ async fn a_queued_url_costs_one_compact_member() {
             .query_async(&mut conn)
             .await
             .unwrap();
+        assert!(b.is_some() || !required, "each host has a queue: {key}");
         bytes += b.unwrap_or(0);
-    }
-    for h in 0..20 {
-        let key = format!("{}q:127.1.0.{}:18400", s.prefix(), h + 1);
-        let b: Option<u64> = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(&key)
-            .arg("SAMPLES")
-            .arg(0)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        bytes += b.expect("each host has a queue");
     }
     let per_url = bytes as f64 / n as f64;
     eprintln!("{per_url:.1} bytes per queued URL");
