@@ -123,32 +123,3 @@ pub fn repair_warc(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The pages of `pages.jsonl` between two offsets, each with where its line ends: written
-/// before a kill, not yet stored in the index.
-pub fn unindexed(path: &Path, from: u64, to: u64) -> anyhow::Result<Vec<(PageRecord, u64)>> {
-    let mut out = Vec::new();
-    if from >= to {
-        return Ok(out);
-    }
-    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    f.seek(SeekFrom::Start(from))?;
-    let mut r = BufReader::new(f);
-    let mut at = from;
-    let mut line = Vec::new();
-    while at < to {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            break;
-        }
-        at += n as u64;
-        let page: PageRecord = serde_json::from_slice(&line).with_context(|| {
-            format!(
-                "{}: the line ending at byte {at} is not a page",
-                path.display()
-            )
-        })?;
-        out.push((page, at));
-    }
-    Ok(out)
-}

@@ -17,6 +17,8 @@ use trawl_core::history::{MemoryUnlinked, Unlinked};
 use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
+use trawl_core::spill::Spill;
+use trawl_store::dir::SPILL_FILE;
 use trawl_core::state::{MemoryState, State, WorkTracker};
 use trawl_core::{Doc, FetchJob, Fetched, RefineJob};
 use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
@@ -24,7 +26,8 @@ use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
 use trawl_index::{IndexOptions, IndexStats};
 use trawl_indexer::changes::{Recrawl, Schedule};
-use trawl_indexer::{IndexItem, IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
+use trawl_indexer::follow::{IndexFeed, IndexProgress};
+use trawl_indexer::{IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
 use trawl_store::durable::{DurableState, JournaledQueue};
 use trawl_store::history::StoreHistory;
 use trawl_store::journal::{Journal, JournalTask};
@@ -182,12 +185,48 @@ struct Outputs {
     journal: Journal,
     /// What the store held, for a resumed crawl.
     resume: Option<Resume>,
-    index_tx: Option<tokio::sync::mpsc::Sender<IndexItem>>,
-    index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
+    index: Option<IndexTask>,
     warc: Option<WarcWriterTask>,
     sink: Arc<Mutex<JsonlSink>>,
     /// A re-crawl's `changes.jsonl`.
     changes: Option<JsonlSink>,
+}
+
+/// The index task following `pages.jsonl` ([`trawl_indexer::follow`]).
+struct IndexTask {
+    feed: IndexFeed,
+    task: JoinHandle<Result<IndexStats, IndexerError>>,
+    progress: Arc<IndexProgress>,
+}
+
+/// Opens the index and starts its task where the index stands: a resumed crawl's pages
+/// written but not yet indexed at the stop are read again from the file.
+async fn start_index(
+    o: &IndexOptions,
+    plan: &Plan,
+    resume: Option<&Resume>,
+    journal: &Journal,
+) -> anyhow::Result<IndexTask> {
+    let ix = trawl_index::Indexer::open(o.clone())
+        .await
+        .with_context(|| format!("opening the index at {}", o.uri))?;
+    let (from, written) = resume.map_or((0, 0), |r| (r.index_offset, r.pages_offset));
+    let (feed, rx) = IndexFeed::new(written);
+    let progress = Arc::new(IndexProgress::default());
+    let j: Arc<dyn trawl_core::journal::Journal> = Arc::new(journal.clone());
+    let task = tokio::spawn(trawl_indexer::follow::follow_pages(
+        ix,
+        plan.pages.clone(),
+        from,
+        rx,
+        Some(j),
+        progress.clone(),
+    ));
+    Ok(IndexTask {
+        feed,
+        task,
+        progress,
+    })
 }
 
 impl Outputs {
@@ -230,47 +269,30 @@ impl Outputs {
         };
         let journal_task = JournalTask::start(conn)?;
         let journal = journal_task.journal();
-        let (index_tx, index_task) = match &plan.index {
-            Some(o) => {
-                let ix = trawl_index::Indexer::open(o.clone())
-                    .await
-                    .with_context(|| format!("opening the index at {}", o.uri))?;
-                let (tx, rx) = tokio::sync::mpsc::channel(256);
-                let j: Arc<dyn trawl_core::journal::Journal> = Arc::new(journal.clone());
-                let task = tokio::spawn(trawl_indexer::run_index(ix, rx, Some(j)));
-                if let Some(r) = &resume {
-                    for (page, end) in
-                        crawl_dir::unindexed(&plan.pages, r.index_offset, r.pages_offset)?
-                    {
-                        let Some(item) = IndexItem::of_line(page, end) else {
-                            continue;
-                        };
-                        tx.send(item)
-                            .await
-                            .map_err(|_| anyhow::anyhow!("the index task stopped"))?;
-                    }
-                }
-                (Some(tx), Some(task))
-            }
-            None => (None, None),
-        };
         let warc =
             WarcConfig::for_crawl(&plan.spec.settings, plan.warc_dir.clone(), "trawl".into())
                 .map(WarcWriterTask::start)
                 .transpose()?;
         let sink = Arc::new(Mutex::new(JsonlSink::append(&plan.pages)?));
+        let index = match &plan.index {
+            Some(o) => Some(start_index(o, plan, resume.as_ref(), &journal).await?),
+            None => None,
+        };
         Ok(Outputs {
             journal_task,
             journal,
             resume,
-            index_tx,
-            index_task,
+            index,
             warc,
             sink,
             changes,
         })
     }
 }
+
+/// Queued jobs the host queues hold (about 400 bytes each); the rest of the frontier waits
+/// in [`SPILL_FILE`], so memory stays flat however far discovery runs ahead.
+const QUEUED_IN_MEMORY: usize = 50_000;
 
 /// The in-memory hops, kept concrete for their lengths and for closing them. The
 /// discovered hop is journaled: its batches survive a kill until the frontier has them.
@@ -379,7 +401,8 @@ struct Pipeline {
     output: Workers,
     sink: Arc<Mutex<JsonlSink>>,
     warc: Option<WarcWriterTask>,
-    index_task: Option<JoinHandle<Result<IndexStats, IndexerError>>>,
+    /// The index task and how far it is.
+    index: Option<(JoinHandle<Result<IndexStats, IndexerError>>, Arc<IndexProgress>)>,
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -485,19 +508,24 @@ impl Pipeline {
             journal_task,
             journal,
             resume,
-            index_tx,
-            index_task,
+            index,
             warc,
             sink,
             changes,
         } = Outputs::open(opts, plan).await?;
+        // The writer holds the only feed: when it ends, the index task reads to the end.
+        let (index_feed, index) = match index {
+            Some(t) => (Some(t.feed), Some((t.task, t.progress))),
+            None => (None, None),
+        };
         let (recrawl, webhook, recheck) = recrawl_parts(opts, plan, changes)?;
         let tracker = WorkTracker::default();
-        let memory = Arc::new(MemoryState::new(
-            s.max_queued,
-            s.concurrency_per_host,
-            tracker.clone(),
-        ));
+        let spill = Spill::create(&opts.out.join(SPILL_FILE))?;
+        let memory = Arc::new(
+            MemoryState::new(s.max_queued, s.concurrency_per_host, tracker.clone())
+                .with_spill(spill, QUEUED_IN_MEMORY)
+                .recording_dropped(),
+        );
         let first_id = resume
             .as_ref()
             .and_then(|r| r.pending.iter().map(|(id, _)| id + 1).max())
@@ -547,7 +575,7 @@ impl Pipeline {
             start_refiner(opts, &mut output, &hops, &state, &output_rx).await?;
         }
         let writer = WriterOutputs {
-            index: index_tx,
+            index: index_feed,
             journal: Some(Arc::new(journal.clone())),
             recrawl,
             archive: None,
@@ -580,7 +608,7 @@ impl Pipeline {
             output,
             sink,
             warc,
-            index_task,
+            index,
             journal_task: Some(journal_task),
             started_at,
             crawl: plan.spec.crawl.clone(),
@@ -610,12 +638,35 @@ impl Pipeline {
                 self.state.queued().await.unwrap_or(0) + self.queues.fetch.len().await.unwrap_or(0);
             // Pages anywhere between request and pages.jsonl.
             let in_flight = self.fetcher.in_flight() + self.queues.pages_in_output().await;
-            progress.update(&counters, in_flight, queued, started.elapsed());
+            let index = self.index.as_ref().map(|(_, p)| p.line(started.elapsed()));
+            progress.update(&counters, in_flight, queued, started.elapsed(), index);
             if let Some(live) = &control.live {
                 live.send_replace(LiveCounts {
                     pages: counters.get(&Counter::Pages),
                     queued: queued + in_flight,
                 });
+            }
+        }
+    }
+
+    /// Waits for the index task to read `pages.jsonl` through, showing how far it is.
+    async fn wait_index(
+        &self,
+        mut task: JoinHandle<Result<IndexStats, IndexerError>>,
+        p: &IndexProgress,
+        progress: &Progress,
+        started: Instant,
+    ) -> Result<Result<IndexStats, IndexerError>, tokio::task::JoinError> {
+        let crawled = started.elapsed();
+        let pages = match self.state.counters().await {
+            Ok(c) => Counters::from_map(&c).get(&Counter::Pages),
+            Err(_) => 0,
+        };
+        loop {
+            progress.crawl_done(pages, crawled, Some(p.line(started.elapsed())));
+            tokio::select! {
+                r = &mut task => return r,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
             }
         }
     }
@@ -672,8 +723,8 @@ impl Pipeline {
         }
         // The writer task has ended and dropped its sender: the index task drains and
         // builds the search indexes.
-        let index = match self.index_task.take() {
-            Some(t) => match t.await {
+        let index = match self.index.take() {
+            Some((t, p)) => match self.wait_index(t, &p, progress, started).await {
                 Ok(Ok(stats)) => Some(stats),
                 Ok(Err(e)) => {
                     keep_first(failure, anyhow::Error::new(e).context("indexing failed"));

@@ -130,7 +130,7 @@ fn main() -> ExitCode {
                 tracing_subscriber::EnvFilter::new(trawl_core::DEFAULT_LOG_FILTER)
             }),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| trawl::progress::LogWriter)
         .init();
     match run(cli.command) {
         Ok(code) => code,

@@ -72,6 +72,8 @@ end
 /// to the seen-set and offers the job only when it was new; `m` only adds it to the
 /// seen-set. Per item: the number of URLs evicted to make room, -1 where the job ranked
 /// too low to enter, -2 where the URL was seen before, -3 where it was marked seen (`m`).
+/// Each URL the cap drops, evicted or turned away, is recorded in the list `dropped` as
+/// "<host> <member>".
 pub(crate) const ADMIT: &str = r#"
 local max_q, per_host = tonumber(ARGV[1]), tonumber(ARGV[2])
 local function enqueue(prio, h, job)
@@ -80,9 +82,14 @@ local function enqueue(prio, h, job)
     while tonumber(redis.call('GET', P .. 'queued') or '0') >= max_q do
       local w = redis.call('ZRANGE', P .. 'worst', -1, -1, 'WITHSCORES')
       if #w == 0 then break end
-      if evicted == 0 and tonumber(w[2]) <= prio then return -1 end
+      if evicted == 0 and tonumber(w[2]) <= prio then
+        redis.call('RPUSH', P .. 'dropped', h .. ' ' .. job)
+        return -1
+      end
       local wh = w[1]
-      if #redis.call('ZPOPMAX', qk(wh)) > 0 then
+      local gone = redis.call('ZPOPMAX', qk(wh))
+      if #gone > 0 then
+        redis.call('RPUSH', P .. 'dropped', wh .. ' ' .. gone[1])
         redis.call('DECR', P .. 'queued')
         evicted = evicted + 1
       end

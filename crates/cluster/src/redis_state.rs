@@ -165,6 +165,33 @@ impl RedisState {
         Ok(out)
     }
 
+    /// URLs the frontier's cap dropped (evicted, or turned away), in the order it dropped
+    /// them: `count` of them from the `from`th on.
+    pub async fn dropped(&self, from: usize, count: usize) -> CoreResult<Vec<String>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let rows: Vec<String> = redis::cmd("LRANGE")
+            .arg(format!("{}dropped", self.prefix))
+            .arg(from)
+            .arg(from + count - 1)
+            .query_async(&mut conn)
+            .within()
+            .await
+            .map_err(|e| backend("dropped", e))?;
+        rows.iter()
+            .map(|row| {
+                let (host, member) = row
+                    .split_once(' ')
+                    .ok_or_else(|| backend("dropped", format!("a row without its host: {row}")))?;
+                queued_job::decode(member, "", host, 0)
+                    .map(|j| j.url)
+                    .map_err(|e| backend("dropped", e))
+            })
+            .collect()
+    }
+
     /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
     pub async fn clear(&self) -> CoreResult<u64> {
         let mut conn = self.conn.clone();

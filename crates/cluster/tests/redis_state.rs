@@ -112,6 +112,11 @@ async fn a_full_frontier_evicts_the_lowest_priority() {
         Enqueued::AcceptedEvicting(1)
     );
     assert_eq!(s.queued().await.unwrap(), 3);
+    // Recorded, not only counted: the one turned away, then the one evicted.
+    assert_eq!(
+        s.dropped(0, 10).await.unwrap(),
+        ["http://h/worse", "http://h/c"]
+    );
     let mut got = HashSet::new();
     for t in [0, 10_000, 20_000, 30_000] {
         while let Some(c) = s.claim(t).await.unwrap() {

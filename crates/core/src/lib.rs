@@ -27,6 +27,8 @@ pub mod settings;
 pub mod shutdown;
 pub mod spec;
 #[cfg(feature = "runtime")]
+pub mod spill;
+#[cfg(feature = "runtime")]
 pub mod state;
 pub mod urlnorm;
 

@@ -1,12 +1,12 @@
 //! The dedup gate: check a fingerprint against everything kept so far and insert it when it
 //! is new, as one step.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
 use crate::minhash::{LshIndex, MinHasher, MinSketch};
+use crate::print_index::PrintIndex;
 use crate::simhash::{Banding, Fingerprint, hamming};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -103,18 +103,6 @@ pub fn id_hash(id: &str) -> u64 {
 /// pages; a family of thousands of pages a bit or two apart would fill one without bound.
 pub const MAX_PRINTS_PER_BUCKET: usize = 256;
 
-#[derive(Default)]
-struct Inner {
-    exact: HashMap<u128, u32>,
-    /// (band, band value) -> indexes into `stored`.
-    bands: HashMap<(u32, u64), Vec<u32>>,
-    /// Fingerprint and id of each page stored, in the order they came.
-    stored: Vec<(u64, String)>,
-    /// Hash of each stored id -> its index: a page shown again is known by its id,
-    /// whatever its text became.
-    by_id: HashMap<u64, u32>,
-}
-
 /// The in-process SimHash gate. Every page with a fingerprint of its own is stored, copies
 /// too (a page whose print is already stored, an exact copy among them, adds nothing), so
 /// a family of pages a few bits apart from one to the next forms one group: a copy names
@@ -122,12 +110,10 @@ struct Inner {
 /// so the links never make a cycle. On the documentation crawl this finds twice the
 /// near-copy pairs at the same precision as storing the kept pages only (`bench/dedup`).
 ///
-/// Memory: per page 8 bytes plus the id, one 4-byte index per band (3 bands at the default
-/// distance), and one exact-hash entry (16 + 4 bytes), plus hash-map overhead.
+/// Memory: about 150 bytes a page plus its id (see [`PrintIndex`]).
 pub struct MemoryGate {
-    inner: Mutex<Inner>,
+    inner: Mutex<PrintIndex>,
     max_distance: u32,
-    banding: Banding,
 }
 
 impl MemoryGate {
@@ -135,9 +121,8 @@ impl MemoryGate {
     pub fn new(max_distance: u32) -> Self {
         let max_distance = max_distance.min(3);
         Self {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(PrintIndex::new(Banding::for_distance(max_distance))),
             max_distance,
-            banding: Banding::for_distance(max_distance),
         }
     }
 
@@ -146,7 +131,6 @@ impl MemoryGate {
         self.inner
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .stored
             .len()
     }
 
@@ -171,29 +155,25 @@ impl MemoryGate {
     }
 
     fn check(&self, fp: Fingerprint, id: &str, by_id: bool) -> GateVerdict {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ix = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let id_hash = id_hash(id);
-        let own = inner
-            .by_id
-            .get(&id_hash)
-            .copied()
-            .filter(|i| by_id && inner.stored[*i as usize].1 == id);
+        let own = ix.by_id(id_hash, id).filter(|_| by_id);
         let earlier = |i: u32| own.is_none_or(|o| i < o);
-        let other = |i: u32| !by_id || inner.stored[i as usize].1 != id;
-        if let Some(&i) = inner.exact.get(&fp.exact)
-            && other(i)
+        let other = |ix: &PrintIndex, i: u32| !by_id || ix.id(i) != id;
+        if let Some(i) = ix.by_exact(fp.exact)
+            && other(&ix, i)
             && earlier(i)
         {
             return GateVerdict::Duplicate {
-                of: inner.stored[i as usize].1.clone(),
+                of: ix.id(i).to_string(),
                 distance: 0,
             };
         }
-        let b = self.banding.bands(fp.simhash);
+        let keys = ix.keys(fp.simhash);
         let mut cands: Vec<(u32, u32)> = Vec::new();
-        for key in &b {
-            for &i in inner.bands.get(key).into_iter().flatten() {
-                let d = hamming(inner.stored[i as usize].0, fp.simhash);
+        for (band, key) in keys.iter().enumerate() {
+            for i in ix.bucket(band, *key) {
+                let d = hamming(ix.print(i), fp.simhash);
                 if d <= self.max_distance && !cands.iter().any(|(_, c)| *c == i) {
                     cands.push((d, i));
                 }
@@ -201,27 +181,24 @@ impl MemoryGate {
         }
         let mut best: Option<(u32, u32)> = None;
         for &(d, i) in &cands {
-            if other(i) && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
+            if other(&ix, i) && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
                 best = Some((d, i));
             }
         }
         // Not stored: a redelivery, or a print already stored. A full bucket takes no more
         // prints; the page stays known by its id and exact hash.
         if own.is_none() && !cands.iter().any(|(d, _)| *d == 0) {
-            let idx = inner.stored.len() as u32;
-            inner.stored.push((fp.simhash, id.to_string()));
-            inner.exact.entry(fp.exact).or_insert(idx);
-            inner.by_id.insert(id_hash, idx);
-            for key in b {
-                let bucket = inner.bands.entry(key).or_default();
-                if bucket.len() < MAX_PRINTS_PER_BUCKET {
-                    bucket.push(idx);
-                }
-            }
+            ix.insert(
+                fp.simhash,
+                fp.exact,
+                id_hash,
+                id,
+                MAX_PRINTS_PER_BUCKET as u32,
+            );
         }
         match best {
             Some((distance, i)) => GateVerdict::Duplicate {
-                of: inner.stored[i as usize].1.clone(),
+                of: ix.id(i).to_string(),
                 distance,
             },
             None => GateVerdict::Kept,

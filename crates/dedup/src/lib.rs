@@ -15,6 +15,7 @@
 pub mod boilerplate;
 pub mod gate;
 pub mod minhash;
+pub mod print_index;
 pub mod simhash;
 
 pub use boilerplate::{BoilerplateConfig, HostLines};

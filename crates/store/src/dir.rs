@@ -6,8 +6,11 @@ use std::path::Path;
 use crate::schema::{self, UrlState, keys};
 use crate::{DB_FILE, StoreResult};
 
+/// The embedded frontier's overflow (`trawl_core::spill`); made anew at each start.
+pub const SPILL_FILE: &str = "frontier.spill";
+
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 11] = [
+pub const OUTPUTS: [&str; 12] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
@@ -19,6 +22,7 @@ pub const OUTPUTS: [&str; 11] = [
     "changes-delivered.txt",
     "warc",
     "index",
+    SPILL_FILE,
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -41,7 +41,12 @@ impl State for DurableState {
     async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
         // Reported first: the page a fetch of this job writes is reported after it.
         self.journal.queued(&job)?;
-        self.inner.enqueue(job).await
+        let r = self.inner.enqueue(job).await;
+        // Recorded, not only counted: a dropped URL is marked in the store.
+        for url in self.inner.take_dropped() {
+            self.journal.dropped(&url)?;
+        }
+        r
     }
 
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {

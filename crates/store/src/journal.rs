@@ -80,6 +80,7 @@ enum Event {
         kind: UrlKind,
         priority: i64,
     },
+    Dropped(String),
     Published(u64, String),
     Acked(u64),
     Written {
@@ -128,6 +129,11 @@ impl Journal {
             kind: job.kind,
             priority: job.priority,
         })
+    }
+
+    /// `url`, queued before, was dropped by a full frontier.
+    pub fn dropped(&self, url: &str) -> CoreResult<()> {
+        self.send(Event::Dropped(url.to_string()))
     }
 
     /// A discovered batch, under journal id `id`, waits for the frontier.
@@ -307,6 +313,14 @@ impl Batch {
                         priority,
                         UrlState::Written as i64
                     ])?;
+                }
+                Event::Dropped(url) => {
+                    tx.prepare_cached("UPDATE urls SET state = ?2 WHERE url = ?1 AND state = ?3")?
+                        .execute(params![
+                            url,
+                            UrlState::Dropped as i64,
+                            UrlState::Queued as i64
+                        ])?;
                 }
                 Event::Published(id, json) => {
                     tx.prepare_cached("INSERT OR REPLACE INTO pending(id, batch) VALUES (?1, ?2)")?

@@ -244,6 +244,10 @@ mod tests {
             j.queued(&job(u)).unwrap();
         }
         j.seen("http://a.test/redirected").unwrap();
+        // Dropped by a full frontier: known (not offered again), never queued again.
+        j.seen("http://a.test/dropped").unwrap();
+        j.queued(&job("http://a.test/dropped")).unwrap();
+        j.dropped("http://a.test/dropped").unwrap();
         // One batch acked within the commit (never stored), one still pending.
         j.published(1, &batch("http://a.test/z")).unwrap();
         j.acked(1).unwrap();
@@ -265,13 +269,14 @@ mod tests {
         let (_, r) = open(dir.path(), &spec()).unwrap();
         assert_eq!(r.runs, 1);
         // The URL only seen (a redirect target here) is not restored: it is offered again.
-        assert_eq!(r.seen.len(), 3);
+        assert_eq!(r.seen.len(), 4);
+        assert!(r.seen.contains(&seen_digest("http://a.test/dropped")));
         let queued: Vec<&str> = r.queued.iter().map(|j| j.url.as_str()).collect();
         assert_eq!(queued.len(), 2);
         assert!(queued.contains(&"http://a.test/") && queued.contains(&"http://a.test/y"));
         assert_eq!((r.queued[0].depth, r.queued[0].priority), (2, 7));
-        assert_eq!(r.admitted_pages, 3);
-        assert_eq!(r.admitted_by_host.get("a.test"), Some(&3));
+        assert_eq!(r.admitted_pages, 4);
+        assert_eq!(r.admitted_by_host.get("a.test"), Some(&4));
         assert_eq!(r.pending.len(), 1);
         assert_eq!(r.pending[0].0, 2);
         assert_eq!(r.pending[0].1.urls[0].url, "http://a.test/w");

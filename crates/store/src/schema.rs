@@ -23,6 +23,9 @@ pub enum UrlState {
     Written = 1,
     /// In the seen-set only: a redirect target, or a URL a budget turned away.
     Seen = 2,
+    /// Admitted, then dropped by a full frontier (`max_queued`): never fetched, and not
+    /// fetched on resume either.
+    Dropped = 3,
 }
 
 const TABLES: &str = "

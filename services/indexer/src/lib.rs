@@ -6,6 +6,7 @@
 //! carried forward and never indexed again, changes become events in `changes.jsonl`.
 
 pub mod changes;
+pub mod follow;
 
 use std::fs::File;
 use std::io::Write;
@@ -13,7 +14,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use trawl_core::change::ChangeEvent;
 use trawl_core::counters::Counter;
 use trawl_core::history::{History, PageArchive, Unlinked};
@@ -56,54 +56,6 @@ impl IndexItem {
             }
         }
     }
-}
-
-/// The embedded runtime's index task: pages from the writer go into the knowledge base;
-/// when the channel closes, what is queued is written and the search indexes are built.
-/// With a journal, reports how far `pages.jsonl` is stored in the index each time nothing
-/// is left unwritten. Logs its progress every 10 seconds.
-pub async fn run_index(
-    mut indexer: trawl_index::Indexer,
-    mut pages: mpsc::Receiver<IndexItem>,
-    journal: Option<Arc<dyn Journal>>,
-) -> Result<trawl_index::IndexStats, IndexerError> {
-    let mut last = std::time::Instant::now();
-    let mut end = None;
-    while let Some(item) = pages.recv().await {
-        let line_end = match item {
-            IndexItem::Add(p, e) => {
-                indexer.add_page(&p).await?;
-                e
-            }
-            IndexItem::Remove(canonical, e) => {
-                indexer.remove_page(&canonical);
-                e
-            }
-        };
-        end = Some(line_end);
-        if let Some(j) = &journal
-            && indexer.is_flushed()
-        {
-            j.indexed(line_end)?;
-        }
-        if last.elapsed() >= Duration::from_secs(10) {
-            let s = indexer.stats();
-            tracing::info!(
-                pages = s.pages,
-                chunks = s.chunks,
-                aliases = s.aliases_exact + s.aliases_near,
-                queued = pages.len(),
-                "indexing"
-            );
-            last = std::time::Instant::now();
-        }
-    }
-    tracing::info!("index: writing the last chunks and building the search indexes");
-    let stats = indexer.finish().await?;
-    if let (Some(j), Some(end)) = (&journal, end) {
-        j.indexed(end)?;
-    }
-    Ok(stats)
 }
 
 /// `pages.jsonl`: one JSON object per line, appended as documents arrive. Lines are
@@ -281,9 +233,9 @@ async fn count_render(
 pub enum IndexTarget {
     /// Nowhere: JSON Lines only.
     None,
-    /// The embedded runtime's index task (a full channel slows the crawl down to the
-    /// embedding speed instead of piling pages up in memory).
-    Task(mpsc::Sender<IndexItem>),
+    /// The embedded runtime's index task, told how far `pages.jsonl` is written: it reads
+    /// the pages from the file at its own pace, and the crawl never waits on it.
+    Follow(follow::IndexFeed),
     /// The service: chunks embedded and stored before the ack; the full-text index
     /// refreshed every `refresh` and when the worker stops.
     InPlace {
@@ -297,7 +249,7 @@ pub enum IndexTarget {
 /// with and where the change events go.
 #[derive(Default, Clone)]
 pub struct WriterOutputs {
-    pub index: Option<mpsc::Sender<IndexItem>>,
+    pub index: Option<follow::IndexFeed>,
     pub journal: Option<Arc<dyn Journal>>,
     pub recrawl: Option<Arc<RecrawlOutputs>>,
     /// Each written page is kept here before its message is acked (the cluster's history
@@ -343,7 +295,7 @@ pub async fn run_worker(
     outputs: WriterOutputs,
     stop: impl Into<Shutdown>,
 ) -> Result<(), IndexerError> {
-    let target = outputs.index.map_or(IndexTarget::None, IndexTarget::Task);
+    let target = outputs.index.map_or(IndexTarget::None, IndexTarget::Follow);
     let side = Side {
         journal: outputs.journal,
         recrawl: outputs.recrawl,
@@ -462,9 +414,8 @@ async fn write_docs(
             }
             Ok::<_, IndexerError>((outcomes, starts, end))
         };
-        let (outcomes, starts, end) = trawl_core::queue::keep_alive(&*docs, &ids, work).await?;
-        let ends = starts.iter().skip(1).copied().chain([end]);
-        for ((o, line_end), id) in outcomes.into_iter().zip(ends).zip(ids) {
+        let (outcomes, _, end) = trawl_core::queue::keep_alive(&*docs, &ids, work).await?;
+        for (o, id) in outcomes.into_iter().zip(ids) {
             if let Some(r) = &side.recrawl
                 && let (Some(tx), Some(e)) = (&r.notify, o.event)
             {
@@ -472,14 +423,10 @@ async fn write_docs(
                 // never the events (they are in changes.jsonl).
                 let _ = tx.send(e);
             }
-            if let IndexTarget::Task(tx) = &target
-                && let Some(item) = IndexItem::of_line(o.page, line_end)
-            {
-                tx.send(item)
-                    .await
-                    .map_err(|_| IndexerError::IndexStopped)?;
-            }
             docs.ack(id).await?;
+        }
+        if let IndexTarget::Follow(feed) = &target {
+            feed.written(end);
         }
     }
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;

@@ -1,179 +1,14 @@
-//! The shared state a stage needs: the seen-set, the host schedule (per-host priority queues
-//! plus hosts ordered by the time they may next be fetched: Mercator's back-queue heap), the
-//! robots cache and counters.
-//!
-//! Every method is one atomic step, so the Redis implementation can make each a Lua script.
+//! [`MemoryState`]: the embedded runtime's state, everything in one process behind one
+//! lock, its frontier spilling to a file past what it keeps in memory.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-use crate::{CoreResult, FetchJob};
-
-/// What fetching a host's robots.txt gave, per RFC 9309 section 2.3.1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum RobotsAccess {
-    /// 2xx: the (capped) file body.
-    Body(Vec<u8>),
-    /// 4xx: the crawler may fetch everything.
-    Unavailable,
-    /// 5xx or no answer: the crawler must fetch nothing.
-    Unreachable,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RobotsEntry {
-    pub access: RobotsAccess,
-    pub fetched_at_ms: u64,
-}
-
-/// The result of offering a URL to the host schedule.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Enqueued {
-    Accepted,
-    /// Accepted, and this many lower-priority URLs were evicted to stay under the cap.
-    AcceptedEvicting(usize),
-    /// The frontier is full of URLs that all rank higher: this one was dropped.
-    Rejected,
-}
-
-/// What [`State::admit_many`] did with one URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Admitted {
-    /// Already in the seen-set: nothing was done.
-    Seen,
-    /// Added to the seen-set; no job was given.
-    Marked,
-    /// Added to the seen-set, and its job offered to the queues.
-    Queued(Enqueued),
-}
-
-/// A claimed fetch: the job plus the host slot it holds until [`State::release`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
-    pub job: FetchJob,
-}
-
-#[async_trait]
-pub trait State: Send + Sync {
-    /// Adds `key` to the seen-set; true when it was not there before.
-    async fn seen_add(&self, key: &str) -> CoreResult<bool>;
-    /// [`State::seen_contains`] of each key, in one round trip where the backend is
-    /// remote: most links of a page were seen before, and are dropped on this read alone.
-    async fn seen_contains_many(&self, keys: &[String]) -> CoreResult<Vec<bool>> {
-        let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
-            out.push(self.seen_contains(k).await?);
-        }
-        Ok(out)
-    }
-    /// For each (key, job) in order: adds the key to the seen-set and, when it was new and
-    /// a job is given, offers the job to the queues. One atomic step for the whole batch
-    /// where the backend is remote, so a batch that fails is not half admitted: run again
-    /// (a redelivery), it finds each key either seen and queued, or neither.
-    async fn admit_many(
-        &self,
-        items: Vec<(String, Option<FetchJob>)>,
-    ) -> CoreResult<Vec<Admitted>> {
-        let mut out = Vec::with_capacity(items.len());
-        for (key, job) in items {
-            out.push(match (self.seen_add(&key).await?, job) {
-                (false, _) => Admitted::Seen,
-                (true, None) => Admitted::Marked,
-                (true, Some(job)) => Admitted::Queued(self.enqueue(job).await?),
-            });
-        }
-        Ok(out)
-    }
-    /// Whether `key` is in the seen-set.
-    async fn seen_contains(&self, key: &str) -> CoreResult<bool>;
-    /// Puts a job in its host's queue, evicting the lowest-priority URL when full.
-    async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued>;
-    /// Takes the best job of the host that has been ready longest (`next_allowed <= now`)
-    /// and has a free slot; the slot stays taken until released.
-    async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>>;
-    /// Frees a slot on `host` (the claim `claim`, when claims are named); no request to it
-    /// starts before `next_allowed_ms`. A named claim that already expired frees nothing:
-    /// its slot was given back when it expired.
-    async fn release(
-        &self,
-        host: &str,
-        claim: Option<&str>,
-        next_allowed_ms: u64,
-    ) -> CoreResult<()>;
-    /// Renews the named claim a fetcher is about to fetch under; false when it expired
-    /// (its job went back in the queue and is fetched under a new claim, so this copy must
-    /// not be). States whose claims never expire hold every claim.
-    async fn hold(&self, _host: &str, _claim: &str, _now_ms: u64) -> CoreResult<bool> {
-        Ok(true)
-    }
-    /// How often a fetch in progress renews its named claim ([`State::hold`]), so that a
-    /// long one (Crawl-delay waits, redirect hops, slow servers) never outlives it; `None`
-    /// where claims never expire.
-    fn renew_every(&self) -> Option<std::time::Duration> {
-        None
-    }
-    /// Earliest time any queued host becomes ready, if any host has work and a free slot.
-    async fn next_ready_ms(&self) -> CoreResult<Option<u64>>;
-    /// URLs waiting in host queues.
-    async fn queued(&self) -> CoreResult<usize>;
-    /// Host slots held right now (claimed and not yet released).
-    async fn claims(&self) -> CoreResult<usize>;
-    async fn robots_get(&self, host: &str, now_ms: u64) -> CoreResult<Option<RobotsEntry>>;
-    async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()>;
-    /// Adds `by` to a counter and returns its new value.
-    async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64>;
-    /// [`State::incr`] of a typed counter.
-    async fn count(&self, counter: &crate::counters::Counter, by: i64) -> CoreResult<i64> {
-        self.incr(&counter.key(), by).await
-    }
-    /// [`State::incr`] of each counter in order, in one round trip where the backend is
-    /// remote; the new values, in order.
-    async fn incr_many(&self, counters: &[(String, i64)]) -> CoreResult<Vec<i64>> {
-        let mut out = Vec::with_capacity(counters.len());
-        for (c, by) in counters {
-            out.push(self.incr(c, *by).await?);
-        }
-        Ok(out)
-    }
-    /// [`State::incr_many`] of typed counters.
-    async fn count_many(
-        &self,
-        counters: &[(crate::counters::Counter, i64)],
-    ) -> CoreResult<Vec<i64>> {
-        let keyed: Vec<(String, i64)> = counters
-            .iter()
-            .map(|(c, by)| (c.key().into_owned(), *by))
-            .collect();
-        self.incr_many(&keyed).await
-    }
-    async fn counters(&self) -> CoreResult<BTreeMap<String, i64>>;
-    /// Waits until the host schedule may have changed (a job queued, a host released), or
-    /// `max` passed. Implementations without change notification simply sleep.
-    async fn wait_change(&self, max: std::time::Duration) {
-        tokio::time::sleep(max).await;
-    }
-}
-
-/// Counts units of work that exist anywhere in the embedded pipeline. Work is always
-/// registered downstream before it is removed upstream, so zero means the crawl is done.
-#[derive(Debug, Clone, Default)]
-pub struct WorkTracker(Arc<AtomicI64>);
-
-impl WorkTracker {
-    pub fn add(&self, n: i64) {
-        self.0.fetch_add(n, Ordering::SeqCst);
-    }
-    pub fn done(&self, n: i64) {
-        self.0.fetch_sub(n, Ordering::SeqCst);
-    }
-    pub fn outstanding(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
+use super::{Claim, Enqueued, RobotsAccess, RobotsEntry, State, WorkTracker, seen_digest};
+use crate::spill::Spill;
+use crate::{CoreError, CoreResult, FetchJob};
 
 #[derive(Default)]
 struct HostQueue {
@@ -186,7 +21,8 @@ struct HostQueue {
 
 #[derive(Default)]
 struct Inner {
-    seen: HashSet<u128>,
+    /// The top 64 bits of each [`seen_digest`], as Redis keeps them: 8 bytes a URL.
+    seen: HashSet<u64>,
     hosts: HashMap<String, HostQueue>,
     /// Hosts with work and a free slot, by (next allowed time, rotation sequence).
     ready: BTreeSet<(u64, u64, String)>,
@@ -199,6 +35,11 @@ struct Inner {
     counters: BTreeMap<String, i64>,
     /// Releases since the last sweep of idle hosts.
     releases: u32,
+    /// Jobs past `in_memory`, when the state has a file for them.
+    spill: Option<Spill>,
+    /// URLs the cap dropped (evicted or turned away) since the last
+    /// [`MemoryState::take_dropped`], when the state records them.
+    dropped: Option<Vec<String>>,
 }
 
 /// robots.txt bodies kept, at most (a file may be 500 KiB, and a crawl of many hosts
@@ -223,9 +64,14 @@ pub struct MemoryState {
     /// claim and its wait is not missed (there is one dispatcher per process).
     changed: tokio::sync::Notify,
     max_queued: usize,
+    /// Jobs kept in the host queues; the rest wait in the spill file (when there is one).
+    in_memory: usize,
     per_host: u32,
     tracker: WorkTracker,
 }
+
+/// Jobs read back from the spill file at once.
+const REFILL_MAX: usize = 8192;
 
 impl MemoryState {
     /// `max_queued` caps URLs waiting in host queues; `per_host` is the number of requests
@@ -235,9 +81,36 @@ impl MemoryState {
             inner: Mutex::new(Inner::default()),
             changed: tokio::sync::Notify::new(),
             max_queued: max_queued.max(1),
+            in_memory: usize::MAX,
             per_host: per_host.max(1),
             tracker,
         }
+    }
+
+    /// Keeps at most `in_memory` jobs in the host queues and the rest, up to the cap, in
+    /// `spill`: memory then stays flat however far the frontier runs ahead of the fetches.
+    /// The host queues keep the best-ranked jobs they are offered; the file gives its jobs
+    /// back oldest first whenever the queues fall under half of `in_memory`.
+    pub fn with_spill(mut self, spill: Spill, in_memory: usize) -> Self {
+        self.in_memory = in_memory.max(2);
+        self.lock().spill = Some(spill);
+        self
+    }
+
+    /// Keeps the URLs the cap drops, for [`MemoryState::take_dropped`] (the embedded
+    /// runtime journals them).
+    pub fn recording_dropped(self) -> Self {
+        self.lock().dropped = Some(Vec::new());
+        self
+    }
+
+    /// The URLs the cap dropped since the last call.
+    pub fn take_dropped(&self) -> Vec<String> {
+        self.lock()
+            .dropped
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -246,25 +119,22 @@ impl MemoryState {
 
     /// Whether `key` is in the seen-set.
     pub fn is_seen(&self, key: &str) -> bool {
-        self.lock().seen.contains(&seen_digest(key))
+        self.lock().seen.contains(&seen_key(key))
     }
 
     /// Puts [`seen_digest`]s back into the seen-set (a resumed crawl's).
     pub fn restore_seen(&self, digests: impl IntoIterator<Item = u128>) {
-        self.lock().seen.extend(digests);
+        self.lock()
+            .seen
+            .extend(digests.into_iter().map(|d| (d >> 64) as u64));
     }
 }
 
-/// The digest of a seen-set key, for every state backend: 16 bytes per URL instead of the
-/// whole string in memory; Redis keeps the top 64 bits (see `trawl_cluster::redis_state`).
-pub fn seen_digest(key: &str) -> u128 {
-    // FNV-1a 128: stable across processes and releases, unlike std's hasher.
-    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
-    for b in key.bytes() {
-        h ^= u128::from(b);
-        h = h.wrapping_mul(0x0000000001000000000000000000013B);
-    }
-    h
+
+/// What the in-memory seen-set keeps of a key: two keys share it with odds of one in
+/// 3.7 million at ten million URLs.
+fn seen_key(key: &str) -> u64 {
+    (seen_digest(key) >> 64) as u64
 }
 
 impl Inner {
@@ -321,51 +191,102 @@ impl Inner {
         }
     }
 
-    fn evict_worst(&mut self, per_host: u32) -> bool {
-        let Some((prio, seq, host)) = self.by_priority.pop_last() else {
-            return false;
-        };
-        if let Some(q) = self.hosts.get_mut(&host) {
-            q.jobs.remove(&(prio, seq));
-        }
+    /// Takes the lowest-ranked job out of the host queues.
+    fn take_worst(&mut self, per_host: u32) -> Option<FetchJob> {
+        let (prio, seq, host) = self.by_priority.pop_last()?;
+        let job = self
+            .hosts
+            .get_mut(&host)
+            .and_then(|q| q.jobs.remove(&(prio, seq)));
         self.reschedule(&host, per_host);
-        true
+        job
+    }
+
+    fn record_dropped(&mut self, url: String) {
+        if let Some(d) = &mut self.dropped {
+            d.push(url);
+        }
+    }
+
+    fn spilled(&self) -> usize {
+        self.spill.as_ref().map_or(0, Spill::len)
+    }
+
+    fn insert(&mut self, job: FetchJob, per_host: u32) {
+        let seq = self.next_seq();
+        let host = job.host.clone();
+        self.by_priority.insert((job.priority, seq, host.clone()));
+        self.hosts
+            .entry(host.clone())
+            .or_default()
+            .jobs
+            .insert((job.priority, seq), job);
+        self.reschedule(&host, per_host);
+    }
+
+    /// Moves jobs from the spill file back into the host queues once they run low. Their
+    /// units of work were counted when they were spilled.
+    fn refill(&mut self, in_memory: usize, per_host: u32) -> CoreResult<()> {
+        let held = self.by_priority.len();
+        let Some(spill) = self.spill.as_mut().filter(|s| !s.is_empty()) else {
+            return Ok(());
+        };
+        if held >= in_memory / 2 {
+            return Ok(());
+        }
+        for job in spill.pop((in_memory - held).min(REFILL_MAX))? {
+            self.insert(job, per_host);
+        }
+        Ok(())
     }
 }
 
 #[async_trait]
 impl State for MemoryState {
     async fn seen_add(&self, key: &str) -> CoreResult<bool> {
-        Ok(self.lock().seen.insert(seen_digest(key)))
+        Ok(self.lock().seen.insert(seen_key(key)))
     }
 
     async fn enqueue(&self, job: FetchJob) -> CoreResult<Enqueued> {
         let mut inner = self.lock();
+        let held = inner.by_priority.len();
+        let worst = inner.by_priority.last().map(|(p, _, _)| *p);
+        let ranks_higher = worst.is_some_and(|w| w > job.priority);
         let mut evicted = 0;
-        if inner.by_priority.len() >= self.max_queued {
-            let worst = inner.by_priority.last().map(|(p, _, _)| *p);
-            match worst {
-                Some(w) if w > job.priority => {
-                    while inner.by_priority.len() >= self.max_queued {
-                        if !inner.evict_worst(self.per_host) {
-                            break;
-                        }
-                        evicted += 1;
-                    }
+        if held + inner.spilled() >= self.max_queued {
+            if !ranks_higher {
+                inner.record_dropped(job.url);
+                return Ok(Enqueued::Rejected);
+            }
+            while inner.by_priority.len() + inner.spilled() >= self.max_queued {
+                let Some(gone) = inner.take_worst(self.per_host) else {
+                    break;
+                };
+                inner.record_dropped(gone.url);
+                evicted += 1;
+            }
+        } else if held >= self.in_memory {
+            // The host queues are full: the lower-ranked of the job and their worst goes to
+            // the file. Written before anything moves, so a failed write changes nothing.
+            let Some(spill) = inner.spill.as_mut() else {
+                return Err(CoreError::Backend("the host queues are full".into()));
+            };
+            if !ranks_higher {
+                spill.push(&job)?;
+                drop(inner);
+                self.tracker.add(1);
+                return Ok(Enqueued::Accepted);
+            }
+            let (prio, seq, host) = inner.by_priority.last().cloned().unwrap_or_default();
+            let moved = inner.hosts.get(&host).and_then(|q| q.jobs.get(&(prio, seq)));
+            if let Some(moved) = moved.cloned() {
+                if let Some(spill) = inner.spill.as_mut() {
+                    spill.push(&moved)?;
                 }
-                _ => return Ok(Enqueued::Rejected),
+                inner.take_worst(self.per_host);
             }
         }
-        let seq = inner.next_seq();
-        let host = job.host.clone();
-        inner.by_priority.insert((job.priority, seq, host.clone()));
-        inner
-            .hosts
-            .entry(host.clone())
-            .or_default()
-            .jobs
-            .insert((job.priority, seq), job);
-        inner.reschedule(&host, self.per_host);
+        inner.insert(job, self.per_host);
         drop(inner);
         // One unit in, `evicted` units gone.
         self.tracker.add(1 - evicted as i64);
@@ -379,6 +300,7 @@ impl State for MemoryState {
 
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
         let mut inner = self.lock();
+        inner.refill(self.in_memory, self.per_host)?;
         let Some(first) = inner.ready.first().cloned() else {
             return Ok(None);
         };
@@ -423,11 +345,14 @@ impl State for MemoryState {
     }
 
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>> {
-        Ok(self.lock().ready.first().map(|(t, _, _)| *t))
+        let mut inner = self.lock();
+        inner.refill(self.in_memory, self.per_host)?;
+        Ok(inner.ready.first().map(|(t, _, _)| *t))
     }
 
     async fn queued(&self) -> CoreResult<usize> {
-        Ok(self.lock().by_priority.len())
+        let inner = self.lock();
+        Ok(inner.by_priority.len() + inner.spilled())
     }
 
     async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
@@ -560,6 +485,72 @@ mod tests {
         urls.sort();
         assert_eq!(urls, ["http://b/mid", "http://c/top"]);
         assert!(s.claim(1).await.unwrap().is_none());
+    }
+
+    /// Past `in_memory` the jobs wait in the file: the host queues never hold more, every
+    /// job comes back exactly once, and the best-ranked jobs offered stay in memory.
+    #[tokio::test]
+    async fn the_frontier_spills_past_its_memory_and_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let tracker = WorkTracker::default();
+        let spill = Spill::create(&dir.path().join("spill")).unwrap();
+        let s = MemoryState::new(1_000, 1, tracker.clone()).with_spill(spill, 8);
+        let n = 300;
+        for i in 0..n {
+            // Priorities mixed: every tenth job ranks above all the others.
+            let prio = if i % 10 == 0 { 0 } else { 5 + i as i64 };
+            let r = s.enqueue(job(&format!("h{}", i % 3), &format!("/{i}"), prio));
+            assert_eq!(r.await.unwrap(), Enqueued::Accepted);
+            assert!(s.lock().by_priority.len() <= 8);
+        }
+        assert_eq!(s.queued().await.unwrap(), n);
+        assert_eq!(tracker.outstanding(), n as i64);
+        let mut got = Vec::new();
+        let mut now = 0;
+        while let Some(c) = s.claim(now).await.unwrap() {
+            got.push(c.job);
+            let host = got.last().unwrap().host.clone();
+            s.release(&host, None, now).await.unwrap();
+            now += 1;
+            assert!(s.lock().by_priority.len() <= 8);
+        }
+        // The first claims are of top-ranked jobs: the host queues kept them.
+        assert!(got[..3].iter().all(|j| j.priority == 0), "{:?}", &got[..3]);
+        let mut urls: Vec<String> = got.iter().map(|j| j.url.clone()).collect();
+        urls.sort();
+        urls.dedup();
+        assert_eq!((got.len(), urls.len()), (n, n), "every job once");
+        assert_eq!(s.queued().await.unwrap(), 0);
+        assert_eq!(tracker.outstanding(), 0);
+    }
+
+    /// The cap counts the jobs in the file too, and every URL it drops is kept for the
+    /// journal, the one turned away as well as the ones evicted.
+    #[tokio::test]
+    async fn the_cap_counts_the_spill_and_names_what_it_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let tracker = WorkTracker::default();
+        let spill = Spill::create(&dir.path().join("spill")).unwrap();
+        let s = MemoryState::new(6, 1, tracker.clone())
+            .with_spill(spill, 3)
+            .recording_dropped();
+        for i in 0..6 {
+            let r = s.enqueue(job("a", &format!("/{i}"), 10 + i)).await.unwrap();
+            assert_eq!(r, Enqueued::Accepted);
+        }
+        assert_eq!(
+            s.enqueue(job("a", "/late", 99)).await.unwrap(),
+            Enqueued::Rejected
+        );
+        assert_eq!(
+            s.enqueue(job("a", "/top", 0)).await.unwrap(),
+            Enqueued::AcceptedEvicting(1)
+        );
+        assert_eq!(s.queued().await.unwrap(), 6);
+        assert_eq!(tracker.outstanding(), 6);
+        // In memory were /0../2 (the file took /3../5): /2 ranked lowest there.
+        assert_eq!(s.take_dropped(), ["http://a/late", "http://a/2"]);
+        assert!(s.take_dropped().is_empty());
     }
 
     #[tokio::test]

@@ -1,0 +1,257 @@
+//! The embedded runtime's index task: it follows `pages.jsonl` instead of taking pages
+//! from the writer, so the crawl never waits on the embedder. The writer only says how far
+//! the file is whole ([`IndexFeed`]); the task reads the lines from where the index stands,
+//! one at a time, and the backlog lives in the file, not in memory. A crawl finishes at
+//! crawling speed and indexing goes on behind it, its progress in [`IndexProgress`].
+
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use trawl_core::PageRecord;
+use trawl_core::journal::Journal;
+
+use crate::{IndexerError, changes};
+
+/// The writer's side: how far `pages.jsonl` is written and flushed.
+#[derive(Clone)]
+pub struct IndexFeed(Arc<watch::Sender<u64>>);
+
+impl IndexFeed {
+    /// A feed whose file is whole up to `written`, and the task's end of it.
+    pub fn new(written: u64) -> (IndexFeed, watch::Receiver<u64>) {
+        let (tx, rx) = watch::channel(written);
+        (IndexFeed(Arc::new(tx)), rx)
+    }
+
+    /// The file is whole up to `end`.
+    pub fn written(&self, end: u64) {
+        self.0.send_if_modified(|at| {
+            let moved = end > *at;
+            *at = (*at).max(end);
+            moved
+        });
+    }
+}
+
+/// How far the index task is, for the progress display.
+#[derive(Debug, Default)]
+pub struct IndexProgress {
+    /// Bytes of `pages.jsonl` written, and stored in the index.
+    pub written: AtomicU64,
+    pub indexed: AtomicU64,
+    /// Where the task started (a resumed crawl's index was that far already).
+    pub from: AtomicU64,
+    pub pages: AtomicU64,
+    pub chunks: AtomicU64,
+    /// The writer is done: what is left is the index's backlog.
+    pub crawl_done: AtomicBool,
+}
+
+impl IndexProgress {
+    /// One line on the index: pages and chunks stored, the backlog, and once the rate is
+    /// known, when it will be through.
+    pub fn line(&self, elapsed: Duration) -> String {
+        let written = self.written.load(Ordering::Relaxed);
+        let indexed = self.indexed.load(Ordering::Relaxed);
+        let from = self.from.load(Ordering::Relaxed);
+        let chunks = self.chunks.load(Ordering::Relaxed);
+        let pages = self.pages.load(Ordering::Relaxed);
+        let secs = elapsed.as_secs_f64().max(0.001);
+        let left = written.saturating_sub(indexed);
+        let pct = if written > from {
+            100.0 * (indexed - from.min(indexed)) as f64 / (written - from) as f64
+        } else {
+            100.0
+        };
+        let rate = (indexed.saturating_sub(from)) as f64 / secs;
+        let eta = if left == 0 {
+            "caught up".to_string()
+        } else if rate > 0.0 {
+            format!("ETA {}", clock(Duration::from_secs_f64(left as f64 / rate)))
+        } else {
+            "ETA unknown".to_string()
+        };
+        format!(
+            "index: {pages} pages · {chunks} chunks ({:.1} chunks/s) · {pct:.0}% of pages.jsonl · {eta}",
+            chunks as f64 / secs
+        )
+    }
+}
+
+/// `1h02m`, `3m10s`, `42s`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Indexes the lines of `path` from `from` on, as the feed says they are written, until the
+/// writer is gone and the file is read through; then writes the last chunks and builds the
+/// search indexes. With a journal, reports how far the index stands whenever nothing added
+/// is unwritten.
+pub async fn follow_pages(
+    mut indexer: trawl_index::Indexer,
+    path: PathBuf,
+    from: u64,
+    mut written: watch::Receiver<u64>,
+    journal: Option<Arc<dyn Journal>>,
+    progress: Arc<IndexProgress>,
+) -> Result<trawl_index::IndexStats, IndexerError> {
+    progress.from.store(from, Ordering::Relaxed);
+    progress.indexed.store(from, Ordering::Relaxed);
+    let mut reader = BufReader::new(std::fs::File::open(&path)?);
+    reader.seek(SeekFrom::Start(from))?;
+    let mut at = from;
+    let mut line = Vec::new();
+    let mut reported = None;
+    loop {
+        let end = *written.borrow_and_update();
+        progress.written.store(end, Ordering::Relaxed);
+        while at < end {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 || line.last() != Some(&b'\n') {
+                return Err(IndexerError::Io(std::io::Error::other(format!(
+                    "{}: ends at byte {} before the {end} written",
+                    path.display(),
+                    at + n as u64
+                ))));
+            }
+            at += n as u64;
+            let page: PageRecord = serde_json::from_slice(&line)?;
+            match changes::IndexAction::of(&page) {
+                changes::IndexAction::Add if trawl_index::indexer::wants(&page) => {
+                    indexer.add_page(&page).await?;
+                }
+                changes::IndexAction::Remove(canonical) => indexer.remove_page(&canonical),
+                _ => {}
+            }
+            let s = indexer.stats();
+            progress.pages.store(s.pages, Ordering::Relaxed);
+            progress.chunks.store(s.chunks, Ordering::Relaxed);
+            progress.indexed.store(at, Ordering::Relaxed);
+            if let Some(j) = &journal
+                && indexer.is_flushed()
+            {
+                j.indexed(at)?;
+                reported = Some(at);
+            }
+        }
+        if written.changed().await.is_err() {
+            // The writer is gone: whatever it sent last is the whole file.
+            if *written.borrow() <= at {
+                break;
+            }
+        }
+    }
+    progress.crawl_done.store(true, Ordering::Relaxed);
+    tracing::debug!("index: writing the last chunks and building the search indexes");
+    let stats = indexer.finish().await?;
+    progress.pages.store(stats.pages, Ordering::Relaxed);
+    progress.chunks.store(stats.chunks, Ordering::Relaxed);
+    if let Some(j) = &journal
+        && reported != Some(at)
+    {
+        j.indexed(at)?;
+    }
+    Ok(stats)
+}
+
+/// Waits at most `max` for the index to pass `offset` (tests, and callers that want a
+/// page searchable before they go on).
+pub async fn wait_indexed(progress: &IndexProgress, offset: u64, max: Duration) -> bool {
+    let start = Instant::now();
+    while progress.indexed.load(Ordering::Relaxed) < offset {
+        if start.elapsed() >= max {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(i: usize) -> PageRecord {
+        PageRecord {
+            url: format!("http://a.test/{i}"),
+            final_url: format!("http://a.test/{i}"),
+            status: 200,
+            title: Some(format!("Page {i}")),
+            text: format!("Page number {i} is about the river otter{i} and its habits. ").repeat(8),
+            ..Default::default()
+        }
+    }
+
+    /// The task reads what the writer says is written, as it is written, never past it,
+    /// and reads the file through once the writer is gone; the pages are then searchable.
+    #[tokio::test]
+    async fn the_task_follows_the_file_and_reads_it_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.jsonl");
+        let mut sink = crate::JsonlSink::create(&path).unwrap();
+        let uri = dir.path().join("index").to_string_lossy().to_string();
+        let mut opts = trawl_index::IndexOptions::new(uri.clone());
+        opts.embed = false;
+        let ix = trawl_index::Indexer::open(opts).await.unwrap();
+        let (feed, rx) = IndexFeed::new(0);
+        let progress = Arc::new(IndexProgress::default());
+        let task = tokio::spawn(follow_pages(ix, path, 0, rx, None, progress.clone()));
+        for batch in 0..3 {
+            for i in 0..10 {
+                sink.write(&page(batch * 10 + i)).unwrap();
+            }
+            sink.flush().unwrap();
+            feed.written(sink.len());
+        }
+        let through = sink.len();
+        assert!(wait_indexed(&progress, through, Duration::from_secs(60)).await);
+        // Written but not announced (a batch the writer has not finished): not read.
+        sink.write(&page(30)).unwrap();
+        sink.flush().unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(progress.indexed.load(Ordering::Relaxed), through);
+        feed.written(sink.len());
+        drop(feed);
+        let stats = task.await.unwrap().unwrap();
+        assert_eq!(stats.pages, 31);
+        assert_eq!(progress.indexed.load(Ordering::Relaxed), sink.len());
+        assert!(progress.line(Duration::from_secs(1)).ends_with("caught up"));
+        let store = trawl_index::Store::open_existing(&uri).await.unwrap();
+        let hits = trawl_index::search(&store, None, "otter30", 3, trawl_index::Mode::Text)
+            .await
+            .unwrap();
+        assert_eq!(hits.first().map(|h| h.url.as_str()), Some("http://a.test/30"));
+    }
+
+    #[test]
+    fn clocks_read_as_people_write_them() {
+        assert_eq!(clock(Duration::from_secs(42)), "42s");
+        assert_eq!(clock(Duration::from_secs(190)), "3m10s");
+        assert_eq!(clock(Duration::from_secs(3720)), "1h02m");
+    }
+
+    #[test]
+    fn the_line_says_how_far_and_when_through() {
+        let p = IndexProgress::default();
+        p.written.store(1000, Ordering::Relaxed);
+        p.indexed.store(250, Ordering::Relaxed);
+        p.pages.store(5, Ordering::Relaxed);
+        p.chunks.store(40, Ordering::Relaxed);
+        // 250 bytes in 10 s: the 750 left take 30 s.
+        let l = p.line(Duration::from_secs(10));
+        assert!(l.contains("5 pages · 40 chunks (4.0 chunks/s)"), "{l}");
+        assert!(l.contains("25% of pages.jsonl · ETA 30s"), "{l}");
+        p.indexed.store(1000, Ordering::Relaxed);
+        assert!(p.line(Duration::from_secs(10)).ends_with("caught up"));
+    }
+}
