@@ -3,7 +3,8 @@
 //! exclusions, broken links, a query trap, a slow host and erroring hosts. Judged from the
 //! crawl's own `pages.jsonl` and from the server's counters: every page written and fetched
 //! once, never two requests in flight to one host, nothing robots.txt excludes fetched,
-//! the trap cut at its budget, the near-copies flagged.
+//! the trap cut at its budget, the near-copies flagged; with the frontier's memory kept
+//! small, so most of it waits in its spill file.
 
 use std::collections::HashMap;
 
@@ -28,7 +29,11 @@ async fn every_page_of_a_synthetic_web_once_and_politely() {
     let mut o = options(&web.roots(), out.path());
     o.concurrency = 16;
     o.crawl.max_query_variants = 40;
+    // The frontier runs thousands of URLs ahead: most of them wait in its spill file.
+    o.queued_in_memory = 300;
     trawl::crawl(o).await.unwrap();
+    let spill = out.path().join(trawl_store::dir::SPILL_FILE);
+    assert_eq!(std::fs::metadata(spill).unwrap().len(), 0, "read through");
 
     let seen = web.stats();
     assert_eq!(seen.pages_fetched, expected.pages, "{seen:?}");
@@ -70,4 +75,42 @@ async fn every_page_of_a_synthetic_web_once_and_politely() {
         "{flagged} of {} near-copies flagged",
         expected.near_copies
     );
+}
+
+/// A frontier cap far below the size of the web: the crawl still ends, and every URL the
+/// cap dropped (evicted, or turned away) is recorded in the crawl store, as many as the
+/// report counts, none of them fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_frontier_records_every_url_it_drops() {
+    let web = Web::start(WebConfig {
+        pages: 800,
+        hosts: 3,
+        first_addr: [127, 2, 1, 1].into(),
+        ..WebConfig::default()
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut o = options(&web.roots(), out.path());
+    o.crawl.max_queued = 40;
+    o.queued_in_memory = 10;
+    o.crawl.max_query_variants = 5;
+    let (report, _) = trawl::crawl(o).await.unwrap();
+    let counted = report.frontier.evicted + report.frontier.rejected_full;
+    assert!(counted > 100, "the cap dropped {counted}");
+
+    let db = rusqlite::Connection::open(out.path().join("crawl.db")).unwrap();
+    let mut q = db.prepare("SELECT url FROM urls WHERE state = 3").unwrap();
+    let dropped: Vec<String> = q
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(dropped.len() as i64, counted);
+    let written: std::collections::HashSet<String> = pages(out.path())
+        .iter()
+        .map(|p| p["url"].as_str().unwrap().to_string())
+        .collect();
+    assert!(dropped.iter().all(|u| !written.contains(u)), "a dropped URL was fetched");
+    assert_eq!(web.stats().max_in_flight_per_host, 1);
 }

@@ -2,7 +2,8 @@
 
     python scrapy_crawl.py SEEDS_FILE OUT_JSONL [CONCURRENCY]
 
-One request in flight per host (CONCURRENT_REQUESTS_PER_IP = 1, as trawl's per-host slot),
+One request in flight per host (CONCURRENT_REQUESTS_PER_DOMAIN = 1, as trawl's per-host slot:
+each host of the web is its own address, so a domain is a host),
 no delay (as `--delay 0`), robots.txt obeyed, redirects followed, every link of a page to
 one of the seed hosts followed once (Scrapy's fingerprint filter). Scrapy has no spider
 trap defence: the synthetic web's query trap (`/search`) is denied by rule here, where
@@ -51,7 +52,7 @@ def main():
         settings={
             "ROBOTSTXT_OBEY": True,
             "CONCURRENT_REQUESTS": concurrency,
-            "CONCURRENT_REQUESTS_PER_IP": 1,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
             "DOWNLOAD_DELAY": 0,
             "AUTOTHROTTLE_ENABLED": False,
             "RETRY_ENABLED": False,

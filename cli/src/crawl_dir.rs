@@ -1,11 +1,10 @@
 //! A crawl's directory: whether a crawl may start in it, and bringing its files back to
 //! what the store has committed before a resumed crawl writes to them.
 
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use trawl_core::{PageRecord, UrlKind};
+use trawl_core::UrlKind;
 use trawl_store::dir::{CrawlSummary, DirState};
 
 /// How a crawl starts in its directory.

@@ -290,10 +290,6 @@ impl Outputs {
     }
 }
 
-/// Queued jobs the host queues hold (about 400 bytes each); the rest of the frontier waits
-/// in [`SPILL_FILE`], so memory stays flat however far discovery runs ahead.
-const QUEUED_IN_MEMORY: usize = 50_000;
-
 /// The in-memory hops, kept concrete for their lengths and for closing them. The
 /// discovered hop is journaled: its batches survive a kill until the frontier has them.
 struct MemoryHops {
@@ -523,7 +519,7 @@ impl Pipeline {
         let spill = Spill::create(&opts.out.join(SPILL_FILE))?;
         let memory = Arc::new(
             MemoryState::new(s.max_queued, s.concurrency_per_host, tracker.clone())
-                .with_spill(spill, QUEUED_IN_MEMORY)
+                .with_spill(spill, opts.queued_in_memory)
                 .recording_dropped(),
         );
         let first_id = resume

@@ -120,6 +120,10 @@ pub struct CrawlOptions {
     /// others are carried forward unrequested (what each round of `trawl watch` does).
     #[arg(long, requires = "since")]
     pub due_only: bool,
+    /// Queued URLs the frontier keeps in memory (about 400 bytes each); the rest wait in
+    /// OUT/frontier.spill, so memory stays flat however far discovery runs ahead.
+    #[arg(long, value_name = "N", default_value_t = 50_000)]
+    pub queued_in_memory: usize,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

@@ -130,7 +130,9 @@ pub async fn follow_pages(
                 changes::IndexAction::Add if trawl_index::indexer::wants(&page) => {
                     indexer.add_page(&page).await?;
                 }
-                changes::IndexAction::Remove(canonical) => indexer.remove_page(&canonical),
+                changes::IndexAction::Remove(canonical) => {
+                    indexer.remove_page(&canonical);
+                }
                 _ => {}
             }
             let s = indexer.stats();

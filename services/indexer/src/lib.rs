@@ -263,7 +263,7 @@ pub struct WriterOutputs {
 pub struct RecrawlOutputs {
     pub compare: changes::Recrawl,
     pub changes: std::sync::Mutex<JsonlSink>,
-    pub notify: Option<mpsc::UnboundedSender<ChangeEvent>>,
+    pub notify: Option<tokio::sync::mpsc::UnboundedSender<ChangeEvent>>,
     pub publish: Option<Arc<dyn Queue<ChangeEvent>>>,
 }
 
