@@ -111,6 +111,9 @@ async fn a_full_frontier_records_every_url_it_drops() {
         .iter()
         .map(|p| p["url"].as_str().unwrap().to_string())
         .collect();
-    assert!(dropped.iter().all(|u| !written.contains(u)), "a dropped URL was fetched");
+    assert!(
+        dropped.iter().all(|u| !written.contains(u)),
+        "a dropped URL was fetched"
+    );
     assert_eq!(web.stats().max_in_flight_per_host, 1);
 }

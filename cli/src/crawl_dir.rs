@@ -121,4 +121,3 @@ pub fn repair_warc(dir: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
-

@@ -18,7 +18,6 @@ use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
 use trawl_core::queue::{MemoryQueue, Queue};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::spill::Spill;
-use trawl_store::dir::SPILL_FILE;
 use trawl_core::state::{MemoryState, State, WorkTracker};
 use trawl_core::{Doc, FetchJob, Fetched, RefineJob};
 use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
@@ -28,6 +27,7 @@ use trawl_index::{IndexOptions, IndexStats};
 use trawl_indexer::changes::{Recrawl, Schedule};
 use trawl_indexer::follow::{IndexFeed, IndexProgress};
 use trawl_indexer::{IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
+use trawl_store::dir::SPILL_FILE;
 use trawl_store::durable::{DurableState, JournaledQueue};
 use trawl_store::history::StoreHistory;
 use trawl_store::journal::{Journal, JournalTask};
@@ -398,7 +398,10 @@ struct Pipeline {
     sink: Arc<Mutex<JsonlSink>>,
     warc: Option<WarcWriterTask>,
     /// The index task and how far it is.
-    index: Option<(JoinHandle<Result<IndexStats, IndexerError>>, Arc<IndexProgress>)>,
+    index: Option<(
+        JoinHandle<Result<IndexStats, IndexerError>>,
+        Arc<IndexProgress>,
+    )>,
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,

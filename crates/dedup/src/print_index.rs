@@ -27,7 +27,9 @@ impl Hasher for MixHasher {
         }
     }
     fn write_u64(&mut self, x: u64) {
-        self.0 = (x ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        self.0 = (x ^ self.0)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
     }
     fn write_u32(&mut self, x: u32) {
         self.write_u64(u64::from(x));

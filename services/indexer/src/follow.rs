@@ -232,7 +232,10 @@ mod tests {
         let hits = trawl_index::search(&store, None, "otter30", 3, trawl_index::Mode::Text)
             .await
             .unwrap();
-        assert_eq!(hits.first().map(|h| h.url.as_str()), Some("http://a.test/30"));
+        assert_eq!(
+            hits.first().map(|h| h.url.as_str()),
+            Some("http://a.test/30")
+        );
     }
 
     #[test]

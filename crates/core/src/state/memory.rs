@@ -130,7 +130,6 @@ impl MemoryState {
     }
 }
 
-
 /// What the in-memory seen-set keeps of a key: two keys share it with odds of one in
 /// 3.7 million at ten million URLs.
 fn seen_key(key: &str) -> u64 {
@@ -278,7 +277,10 @@ impl State for MemoryState {
                 return Ok(Enqueued::Accepted);
             }
             let (prio, seq, host) = inner.by_priority.last().cloned().unwrap_or_default();
-            let moved = inner.hosts.get(&host).and_then(|q| q.jobs.get(&(prio, seq)));
+            let moved = inner
+                .hosts
+                .get(&host)
+                .and_then(|q| q.jobs.get(&(prio, seq)));
             if let Some(moved) = moved.cloned() {
                 if let Some(spill) = inner.spill.as_mut() {
                     spill.push(&moved)?;
