@@ -192,10 +192,13 @@ struct Outputs {
     changes: Option<JsonlSink>,
 }
 
+/// The index task's handle: its stats once it has read `pages.jsonl` through.
+type IndexJoin = JoinHandle<Result<IndexStats, IndexerError>>;
+
 /// The index task following `pages.jsonl` ([`trawl_indexer::follow`]).
 struct IndexTask {
     feed: IndexFeed,
-    task: JoinHandle<Result<IndexStats, IndexerError>>,
+    task: IndexJoin,
     progress: Arc<IndexProgress>,
 }
 
@@ -398,10 +401,7 @@ struct Pipeline {
     sink: Arc<Mutex<JsonlSink>>,
     warc: Option<WarcWriterTask>,
     /// The index task and how far it is.
-    index: Option<(
-        JoinHandle<Result<IndexStats, IndexerError>>,
-        Arc<IndexProgress>,
-    )>,
+    index: Option<(IndexJoin, Arc<IndexProgress>)>,
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -651,7 +651,7 @@ impl Pipeline {
     /// Waits for the index task to read `pages.jsonl` through, showing how far it is.
     async fn wait_index(
         &self,
-        mut task: JoinHandle<Result<IndexStats, IndexerError>>,
+        mut task: IndexJoin,
         p: &IndexProgress,
         progress: &Progress,
         started: Instant,
