@@ -19,7 +19,8 @@
 # - scrapy: bench/scale/scrapy_crawl.py (Scrapy from PyPI in target/scale-venv), the same
 #   politeness (CONCURRENT_REQUESTS_PER_IP = 1, no delay, robots.txt obeyed).
 # The server's CPU is given for each side. Results: bench/out/scale/summary.json.
-# BIN=DIR runs the binaries in DIR instead of a release build.
+# BIN=DIR runs the binaries in DIR instead of a release build; EXTRACTOR_WORKERS=N gives
+# each cluster extractor N workers (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -114,7 +115,7 @@ if [[ $only == *cluster* ]]; then
   svc=(); names=()
   port=19300
   for s in frontier fetcher fetcher extractor extractor indexer; do
-    conc=8; [ "$s" = fetcher ] && conc=32; [ "$s" = extractor ] && conc=1
+    conc=8; [ "$s" = fetcher ] && conc=32; [ "$s" = extractor ] && conc=${EXTRACTOR_WORKERS:-1}
     port=$((port + 1))
     TRAWL_METRICS_ADDR="127.0.0.1:$port" TRAWL_CONCURRENCY=$conc "$BIN/trawl-$s" 2>"$out/$s-$port.log" &
     svc+=($!); names+=("$s")
