@@ -66,10 +66,6 @@ impl Spill {
         self.len == 0
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends a job. An error (a full disk) leaves the spill as it was.
     pub fn push(&mut self, job: &FetchJob) -> CoreResult<()> {
         let mark = self.pending.len();

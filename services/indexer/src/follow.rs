@@ -7,14 +7,14 @@
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use trawl_core::PageRecord;
 use trawl_core::journal::Journal;
 
-use crate::{IndexerError, changes};
+use crate::{IndexItem, IndexerError};
 
 /// The writer's side: how far `pages.jsonl` is written and flushed.
 #[derive(Clone)]
@@ -47,8 +47,6 @@ pub struct IndexProgress {
     pub from: AtomicU64,
     pub pages: AtomicU64,
     pub chunks: AtomicU64,
-    /// The writer is done: what is left is the index's backlog.
-    pub crawl_done: AtomicBool,
 }
 
 impl IndexProgress {
@@ -126,14 +124,14 @@ pub async fn follow_pages(
             }
             at += n as u64;
             let page: PageRecord = serde_json::from_slice(&line)?;
-            match changes::IndexAction::of(&page) {
-                changes::IndexAction::Add if trawl_index::indexer::wants(&page) => {
+            match IndexItem::of_line(page, at) {
+                Some(IndexItem::Add(page, _)) => {
                     indexer.add_page(&page).await?;
                 }
-                changes::IndexAction::Remove(canonical) => {
+                Some(IndexItem::Remove(canonical, _)) => {
                     indexer.remove_page(&canonical);
                 }
-                _ => {}
+                None => {}
             }
             let s = indexer.stats();
             progress.pages.store(s.pages, Ordering::Relaxed);
@@ -153,7 +151,6 @@ pub async fn follow_pages(
             }
         }
     }
-    progress.crawl_done.store(true, Ordering::Relaxed);
     tracing::debug!("index: writing the last chunks and building the search indexes");
     let stats = indexer.finish().await?;
     progress.pages.store(stats.pages, Ordering::Relaxed);
@@ -166,22 +163,22 @@ pub async fn follow_pages(
     Ok(stats)
 }
 
-/// Waits at most `max` for the index to pass `offset` (tests, and callers that want a
-/// page searchable before they go on).
-pub async fn wait_indexed(progress: &IndexProgress, offset: u64, max: Duration) -> bool {
-    let start = Instant::now();
-    while progress.indexed.load(Ordering::Relaxed) < offset {
-        if start.elapsed() >= max {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
+
+    /// Waits at most `max` for the index to pass `offset`.
+    async fn wait_indexed(progress: &IndexProgress, offset: u64, max: Duration) -> bool {
+        let start = Instant::now();
+        while progress.indexed.load(Ordering::Relaxed) < offset {
+            if start.elapsed() >= max {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
 
     fn page(i: usize) -> PageRecord {
         PageRecord {

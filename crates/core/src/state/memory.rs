@@ -126,14 +126,19 @@ impl MemoryState {
     pub fn restore_seen(&self, digests: impl IntoIterator<Item = u128>) {
         self.lock()
             .seen
-            .extend(digests.into_iter().map(|d| (d >> 64) as u64));
+            .extend(digests.into_iter().map(fold_digest));
     }
 }
 
 /// What the in-memory seen-set keeps of a key: two keys share it with odds of one in
 /// 3.7 million at ten million URLs.
 fn seen_key(key: &str) -> u64 {
-    (seen_digest(key) >> 64) as u64
+    fold_digest(seen_digest(key))
+}
+
+/// The top 64 bits of a digest, where FNV-1a's multiplication has mixed every byte.
+fn fold_digest(d: u128) -> u64 {
+    (d >> 64) as u64
 }
 
 impl Inner {
@@ -266,7 +271,7 @@ impl State for MemoryState {
             }
         } else if held >= self.in_memory {
             // The host queues are full: the lower-ranked of the job and their worst goes to
-            // the file. Written before anything moves, so a failed write changes nothing.
+            // the file. A failed write puts the worst back, so it changes nothing.
             let Some(spill) = inner.spill.as_mut() else {
                 return Err(CoreError::Backend("the host queues are full".into()));
             };
@@ -276,16 +281,12 @@ impl State for MemoryState {
                 self.tracker.add(1);
                 return Ok(Enqueued::Accepted);
             }
-            let (prio, seq, host) = inner.by_priority.last().cloned().unwrap_or_default();
-            let moved = inner
-                .hosts
-                .get(&host)
-                .and_then(|q| q.jobs.get(&(prio, seq)));
-            if let Some(moved) = moved.cloned() {
-                if let Some(spill) = inner.spill.as_mut() {
-                    spill.push(&moved)?;
+            if let Some(moved) = inner.take_worst(self.per_host) {
+                let pushed = inner.spill.as_mut().map_or(Ok(()), |s| s.push(&moved));
+                if let Err(e) = pushed {
+                    inner.insert(moved, self.per_host);
+                    return Err(e);
                 }
-                inner.take_worst(self.per_host);
             }
         }
         inner.insert(job, self.per_host);
