@@ -137,5 +137,53 @@ async fn crawl_then_search_finds_the_answering_page() {
             );
         }
     }
+    // The index is whole: the crawl removed the full-text preview it kept meanwhile.
+    assert!(out.join("index").is_dir());
+    assert!(!out.join("index-preview").exists());
+    preview_answers_text_while_it_is_there(&out).await;
     drop(site);
+}
+
+/// While a crawl's preview is there, full-text (and the text half of hybrid) search reads
+/// it: a page only the preview holds is found, and no longer once it is gone.
+async fn preview_answers_text_while_it_is_there(out: &Path) {
+    let preview = out.join("index-preview");
+    let mut o = trawl_index::IndexOptions::new(preview.to_string_lossy().to_string());
+    o.embed = false;
+    let mut ix = trawl_index::Indexer::open(o).await.unwrap();
+    let page = trawl_core::PageRecord {
+        url: "http://docs.test/new.html".into(),
+        final_url: "http://docs.test/new.html".into(),
+        status: 200,
+        title: Some("Zanzibar mode".into()),
+        text: "Zanzibar mode keeps a replica of every shard on standby. ".repeat(5),
+        ..Default::default()
+    };
+    ix.add_page(&page).await.unwrap();
+    ix.finish().await.unwrap();
+    let urls = |mode: Mode| {
+        let args = SearchArgs {
+            query: "zanzibar replica".into(),
+            index: out.join("index"),
+            k: 3,
+            mode,
+            json: true,
+            model_dir: None,
+        };
+        async move {
+            let mut buf = Vec::new();
+            trawl::index::search(&args, &mut buf).await.unwrap();
+            String::from_utf8_lossy(&buf)
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].clone())
+                .collect::<Vec<_>>()
+        }
+    };
+    let want = serde_json::json!("http://docs.test/new.html");
+    assert_eq!(urls(Mode::Text).await.first(), Some(&want));
+    assert!(urls(Mode::Hybrid).await.contains(&want));
+    // The vector half reads the index, which does not hold the page.
+    assert!(!urls(Mode::Vector).await.contains(&want));
+    std::fs::remove_dir_all(&preview).unwrap();
+    assert!(!urls(Mode::Text).await.contains(&want));
 }

@@ -55,15 +55,17 @@ echo "chunks: $(wc -l < "$out/chunks.jsonl") from $out/crawl" >&2
 for threads in 1 2; do
   pin=(); [ "$threads" = 1 ] && pin=(taskset -c 0)
   for i in $(seq 1 "$runs"); do
-    for engine in native candle; do
+    for engine in native int8 candle; do
       RAYON_NUM_THREADS=$threads "${pin[@]}" "$bench_bin" embed "$out/chunks.jsonl" 32 "$engine" \
         | sed "s/^{/{\"threads\": $threads, /" >> "$out/embed.jsonl"
     done
     BENCH_THREADS=$threads OMP_NUM_THREADS=$threads "${pin[@]}" "$st_py" bench/index/st_embed.py "$out/chunks.jsonl" 32 2>/dev/null \
       | sed "s/^{/{\"threads\": $threads, /" >> "$out/embed.jsonl"
-    tail -3 "$out/embed.jsonl" >&2
+    tail -4 "$out/embed.jsonl" >&2
   done
 done
+"$bench_bin" agree "$out/chunks.jsonl" > "$out/agree.json"
+cat "$out/agree.json" >&2
 "$bench_bin" insert "$out/chunks.jsonl" "$out/insert-db" > "$out/insert.json"
 cat "$out/insert.json" >&2
 "$bench_bin" search "$out/chunks.jsonl" "$out/search-db" "$rows" 100 > "$out/search.json"
@@ -75,7 +77,7 @@ out = sys.argv[1]
 runs = [json.loads(l) for l in open(f"{out}/embed.jsonl")]
 summary = {}
 for threads in (1, 2):
-    for side in ("trawl (native)", "trawl (candle)", "sentence-transformers"):
+    for side in ("trawl (native)", "trawl (int8)", "trawl (candle)", "sentence-transformers"):
         rs = [r for r in runs if r["threads"] == threads and r["impl"].startswith(side)]
         summary[f"{side} {threads} thread(s)"] = {
             "chunks_per_s_median": statistics.median(r["chunks_per_s"] for r in rs),
@@ -84,9 +86,10 @@ for threads in (1, 2):
         }
 for threads in (1, 2):
     s = summary[f"sentence-transformers {threads} thread(s)"]["chunks_per_s_median"]
-    for engine in ("native", "candle"):
+    for engine in ("native", "int8", "candle"):
         t = summary[f"trawl ({engine}) {threads} thread(s)"]["chunks_per_s_median"]
         summary[f"ratio trawl ({engine})/sentence-transformers, {threads} thread(s)"] = t / s
+summary["int8_vs_f32"] = json.load(open(f"{out}/agree.json"))
 summary["insert"] = json.load(open(f"{out}/insert.json"))
 summary["search"] = json.load(open(f"{out}/search.json"))
 summary["embed_runs"] = runs

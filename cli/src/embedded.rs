@@ -25,7 +25,7 @@ use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
 use trawl_index::{IndexOptions, IndexStats};
 use trawl_indexer::changes::{Recrawl, Schedule};
-use trawl_indexer::follow::{IndexFeed, IndexProgress};
+use trawl_indexer::follow::IndexProgress;
 use trawl_indexer::{IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
 use trawl_store::dir::SPILL_FILE;
 use trawl_store::durable::{DurableState, JournaledQueue};
@@ -34,6 +34,7 @@ use trawl_store::journal::{Journal, JournalTask};
 use trawl_store::resume::Resume;
 
 use crate::crawl_dir::{self, Start};
+use crate::index_task::{IndexJoin, IndexTask, Preview, start_index};
 use crate::options::{CrawlControl, CrawlOptions, LiveCounts};
 use crate::progress::Progress;
 use crate::report::CrawlReport;
@@ -192,46 +193,6 @@ struct Outputs {
     changes: Option<JsonlSink>,
 }
 
-/// The index task's handle: its stats once it has read `pages.jsonl` through.
-type IndexJoin = JoinHandle<Result<IndexStats, IndexerError>>;
-
-/// The index task following `pages.jsonl` ([`trawl_indexer::follow`]).
-struct IndexTask {
-    feed: IndexFeed,
-    task: IndexJoin,
-    progress: Arc<IndexProgress>,
-}
-
-/// Opens the index and starts its task where the index stands: a resumed crawl's pages
-/// written but not yet indexed at the stop are read again from the file.
-async fn start_index(
-    o: &IndexOptions,
-    plan: &Plan,
-    resume: Option<&Resume>,
-    journal: &Journal,
-) -> anyhow::Result<IndexTask> {
-    let ix = trawl_index::Indexer::open(o.clone())
-        .await
-        .with_context(|| format!("opening the index at {}", o.uri))?;
-    let (from, written) = resume.map_or((0, 0), |r| (r.index_offset, r.pages_offset));
-    let (feed, rx) = IndexFeed::new(written);
-    let progress = Arc::new(IndexProgress::default());
-    let j: Arc<dyn trawl_core::journal::Journal> = Arc::new(journal.clone());
-    let task = tokio::spawn(trawl_indexer::follow::follow_pages(
-        ix,
-        plan.pages.clone(),
-        from,
-        rx,
-        Some(j),
-        progress.clone(),
-    ));
-    Ok(IndexTask {
-        feed,
-        task,
-        progress,
-    })
-}
-
 impl Outputs {
     /// Everything was checked by [`Plan::new`]; this is where the directory is written. A
     /// resumed crawl's files are first cut back to what the store committed, and the pages
@@ -278,7 +239,16 @@ impl Outputs {
                 .transpose()?;
         let sink = Arc::new(Mutex::new(JsonlSink::append(&plan.pages)?));
         let index = match &plan.index {
-            Some(o) => Some(start_index(o, plan, resume.as_ref(), &journal).await?),
+            Some(o) => Some(
+                start_index(
+                    o,
+                    &plan.pages,
+                    plan.since.is_some(),
+                    resume.as_ref(),
+                    &journal,
+                )
+                .await?,
+            ),
             None => None,
         };
         Ok(Outputs {
@@ -402,6 +372,8 @@ struct Pipeline {
     warc: Option<WarcWriterTask>,
     /// The index task and how far it is.
     index: Option<(IndexJoin, Arc<IndexProgress>)>,
+    /// The full-text preview while the index is computing vectors.
+    preview: Option<Preview>,
     journal_task: Option<JournalTask>,
     /// When a resumed crawl first started.
     started_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -513,9 +485,9 @@ impl Pipeline {
             changes,
         } = Outputs::open(opts, plan).await?;
         // The writer holds the only feed: when it ends, the index task reads to the end.
-        let (index_feed, index) = match index {
-            Some(t) => (Some(t.feed), Some((t.task, t.progress))),
-            None => (None, None),
+        let (index_feed, index, preview) = match index {
+            Some(t) => (Some(t.feed), Some((t.task, t.progress)), t.preview),
+            None => (None, None, None),
         };
         let (recrawl, webhook, recheck) = recrawl_parts(opts, plan, changes)?;
         let tracker = WorkTracker::default();
@@ -608,6 +580,7 @@ impl Pipeline {
             sink,
             warc,
             index,
+            preview,
             journal_task: Some(journal_task),
             started_at,
             crawl: plan.spec.crawl.clone(),
@@ -724,7 +697,12 @@ impl Pipeline {
         // builds the search indexes.
         let index = match self.index.take() {
             Some((t, p)) => match self.wait_index(t, &p, progress, started).await {
-                Ok(Ok(stats)) => Some(stats),
+                Ok(Ok(stats)) => {
+                    if let Some(p) = self.preview.take() {
+                        p.close(true).await;
+                    }
+                    Some(stats)
+                }
                 Ok(Err(e)) => {
                     keep_first(failure, anyhow::Error::new(e).context("indexing failed"));
                     None
@@ -736,6 +714,9 @@ impl Pipeline {
             },
             None => None,
         };
+        if let Some(p) = self.preview.take() {
+            p.close(false).await;
+        }
         // The writer has ended and dropped the notifier's sender: it delivers what is left.
         if let Some(w) = self.webhook.take() {
             match w.await {

@@ -158,6 +158,14 @@ pub async fn search(args: &SearchArgs, out: &mut dyn Write) -> anyhow::Result<us
         );
     }
     let store = trawl_index::Store::open_existing(&uri).await?;
+    // A crawl still computing vectors keeps a full-text preview of every page it wrote.
+    let preview = trawl_index::preview::open(&uri).await?;
+    if preview.is_some() && args.mode != Mode::Vector {
+        eprintln!(
+            "note: the index is still computing vectors: full-text results come from its \
+             preview (every page written so far), vector results from the pages embedded so far"
+        );
+    }
     // A text-only index (or --mode text) needs no model; hybrid on such an index falls
     // back to text with a note.
     let mut mode = args.mode;
@@ -171,7 +179,15 @@ pub async fn search(args: &SearchArgs, out: &mut dyn Write) -> anyhow::Result<us
         let dir = trawl_index::model::resolve_dir(args.model_dir.as_deref());
         Some(tokio::task::spawn_blocking(move || trawl_index::Embedder::load(&dir)).await??)
     };
-    let hits = trawl_index::search(&store, embedder.as_ref(), &args.query, args.k, mode).await?;
+    let hits = trawl_index::search_with_preview(
+        &store,
+        preview.as_ref(),
+        embedder.as_ref(),
+        &args.query,
+        args.k,
+        mode,
+    )
+    .await?;
     for (i, h) in hits.iter().enumerate() {
         if args.json {
             serde_json::to_writer(&mut *out, h)?;

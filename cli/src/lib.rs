@@ -8,6 +8,7 @@ pub mod crawl_dir;
 pub mod embedded;
 pub mod extract;
 pub mod index;
+mod index_task;
 pub mod map;
 pub mod options;
 pub mod page_gate;

@@ -49,6 +49,7 @@ fn embedder() -> trawl_index::Embedder {
 fn embedder_for(engine: &str) -> trawl_index::Embedder {
     let engine = match engine {
         "native" => trawl_index::Engine::Native,
+        "int8" => trawl_index::Engine::Int8,
         "candle" => trawl_index::Engine::Candle,
         other => panic!("engine {other:?}: native or candle"),
     };
@@ -123,6 +124,26 @@ async fn main() {
                     "wall_s": wall, "cpu_s": cpu,
                     "chunks_per_s": texts.len() as f64 / wall,
                     "chunks_per_cpu_s": texts.len() as f64 / cpu,
+                })
+            );
+        }
+        "agree" => {
+            // int8 against f32 on the same chunks: cosine of each pair of vectors.
+            let texts = read_chunks(&args[1]);
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let f = embedder_for("native").embed(&refs, 32).expect("embed f32");
+            let q = embedder_for("int8").embed(&refs, 32).expect("embed int8");
+            let mut cos: Vec<f64> = f
+                .iter()
+                .zip(&q)
+                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x * y) as f64).sum())
+                .collect();
+            cos.sort_by(f64::total_cmp);
+            println!(
+                "{}",
+                serde_json::json!({
+                    "chunks": cos.len(), "cosine_min": cos[0],
+                    "cosine_p1": percentile(&cos, 0.01), "cosine_median": percentile(&cos, 0.5),
                 })
             );
         }

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use crate::IndexError;
 use crate::kernels::{bias_gelu, layer_norm_rows, softmax_rows};
+use crate::quant::QuantDense;
 
 /// The shape of the model, from its `config.json`.
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
@@ -51,15 +52,33 @@ struct Norm {
     beta: Vec<f32>,
 }
 
-/// A dense layer as stored: `weight` is `[out, in]`, row-major.
+/// A dense layer: `weight` is `[out, in]`, row-major, as stored; once quantized it lives in
+/// `int8` instead and `weight` is empty.
 struct Dense {
     weight: Vec<f32>,
     bias: Vec<f32>,
+    inputs: usize,
+    int8: Option<QuantDense>,
 }
 
 impl Dense {
-    fn inputs(&self) -> usize {
-        self.weight.len() / self.bias.len()
+    fn new(weight: Vec<f32>, bias: Vec<f32>) -> Self {
+        let inputs = weight.len() / bias.len().max(1);
+        Self {
+            weight,
+            bias,
+            inputs,
+            int8: None,
+        }
+    }
+
+    fn quantized(self) -> Self {
+        let int8 = QuantDense::new(&self.weight, self.bias.len(), self.inputs);
+        Self {
+            weight: Vec::new(),
+            int8: Some(int8),
+            ..self
+        }
     }
 }
 
@@ -111,10 +130,10 @@ impl Weights {
     }
 
     fn dense(&self, name: &str, out: usize, inputs: usize) -> Result<Dense, IndexError> {
-        Ok(Dense {
-            weight: self.get(&format!("{name}.weight"), &[out, inputs])?,
-            bias: self.get(&format!("{name}.bias"), &[out])?,
-        })
+        Ok(Dense::new(
+            self.get(&format!("{name}.weight"), &[out, inputs])?,
+            self.get(&format!("{name}.bias"), &[out])?,
+        ))
     }
 
     fn norm(&self, name: &str, width: usize) -> Result<Norm, IndexError> {
@@ -127,8 +146,9 @@ impl Weights {
 
 impl Bert {
     /// Loads `model.safetensors` (tensor names as Hugging Face's `BertModel` saves them,
-    /// with or without a `bert.` prefix).
-    pub fn load(weights: &Path, cfg: BertConfig) -> Result<Self, IndexError> {
+    /// with or without a `bert.` prefix); with `int8` the dense layers are quantized
+    /// ([`crate::quant`]), the embeddings, norms and attention stay f32.
+    pub fn load(weights: &Path, cfg: BertConfig, int8: bool) -> Result<Self, IndexError> {
         // The activation is read from config.json so that a model with another one is
         // refused there instead of computed wrongly; GELU is the only one implemented.
         match cfg.hidden_act {
@@ -158,16 +178,17 @@ impl Bert {
                 w.dense(&format!("{p}.attention.self.key"), h, h)?,
                 w.dense(&format!("{p}.attention.self.value"), h, h)?,
             );
-            let qkv = Dense {
-                weight: [q.weight, k.weight, v.weight].concat(),
-                bias: [q.bias, k.bias, v.bias].concat(),
-            };
+            let qkv = Dense::new(
+                [q.weight, k.weight, v.weight].concat(),
+                [q.bias, k.bias, v.bias].concat(),
+            );
+            let prec = |d: Dense| if int8 { d.quantized() } else { d };
             layers.push(Layer {
-                qkv,
-                attn_out: w.dense(&format!("{p}.attention.output.dense"), h, h)?,
+                qkv: prec(qkv),
+                attn_out: prec(w.dense(&format!("{p}.attention.output.dense"), h, h)?),
                 attn_norm: w.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                up: w.dense(&format!("{p}.intermediate.dense"), i, h)?,
-                down: w.dense(&format!("{p}.output.dense"), h, i)?,
+                up: prec(w.dense(&format!("{p}.intermediate.dense"), i, h)?),
+                down: prec(w.dense(&format!("{p}.output.dense"), h, i)?),
                 out_norm: w.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
@@ -352,7 +373,11 @@ impl Bert {
 /// `dst = src W^T`, or `dst += src W^T` when `accumulate`, for a dense layer (`src` is
 /// `[rows, inputs]`, `dst` `[rows, out]`); the bias is the caller's.
 fn dense(dst: &mut [f32], src: &[f32], layer: &Dense, threads: usize, accumulate: bool) {
-    let (out, inputs) = (layer.bias.len(), layer.inputs());
+    if let Some(q) = &layer.int8 {
+        q.matmul(dst, src, threads, accumulate);
+        return;
+    }
+    let (out, inputs) = (layer.bias.len(), layer.inputs);
     let rows = src.len() / inputs;
     assert_eq!(src.len(), rows * inputs, "dense layer source");
     assert_eq!(dst.len(), rows * out, "dense layer destination");
@@ -426,22 +451,13 @@ mod tests {
             layer_norm_eps: 1e-12,
             hidden_act: Activation::Gelu,
         };
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| -> Vec<f32> {
-            (0..n)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-                })
-                .collect()
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            crate::quant::noise(n, seed)
         };
         let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
-        let mut dense = |out: usize, inputs: usize| Dense {
-            weight: next(out * inputs),
-            bias: next(out),
-        };
+        let mut dense = |out: usize, inputs: usize| Dense::new(next(out * inputs), next(out));
         let mut layers = Vec::new();
         for _ in 0..cfg.num_hidden_layers {
             layers.push(Layer {
@@ -502,6 +518,28 @@ mod tests {
                 .zip(&alone[1])
                 .any(|(x, y)| (x - y).abs() > 1e-3)
         );
+    }
+
+    #[test]
+    fn int8_dense_layers_keep_the_vectors() {
+        let bert = tiny();
+        let mut q = tiny();
+        for l in &mut q.layers {
+            for d in [&mut l.qkv, &mut l.attn_out, &mut l.up, &mut l.down] {
+                let f = std::mem::replace(d, Dense::new(Vec::new(), Vec::new()));
+                *d = f.quantized();
+            }
+        }
+        let seqs: [&[u32]; 2] = [&[1, 5, 7, 9, 2], &[1, 4, 4, 4, 4, 4, 4, 4, 8, 2]];
+        let (f, i) = (bert.embed(&seqs, 1).unwrap(), q.embed(&seqs, 2).unwrap());
+        for (a, b) in f.iter().zip(&i) {
+            let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            assert!(cos > 0.99, "cosine {cos}");
+            assert!(
+                a.iter().zip(b).any(|(x, y)| x != y),
+                "int8 must be a different pass"
+            );
+        }
     }
 
     #[test]

@@ -6,15 +6,15 @@
 /// Compiles `$body` for the baseline and for AVX2+FMA, and calls the second when the CPU
 /// has those features.
 macro_rules! dispatch {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block) => {
         $(#[$m])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn generic($($arg: $ty),*) $body
+            fn generic($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2,fma")]
-                fn avx2($($arg: $ty),*) {
+                fn avx2($($arg: $ty),*) $(-> $ret)? {
                     generic($($arg),*)
                 }
                 if std::arch::is_x86_feature_detected!("avx2")
@@ -78,16 +78,76 @@ dispatch! {
     }
 }
 
+/// Lanes of the reductions below: a sum or maximum folded one element at a time is a chain
+/// of dependent operations the compiler may not reorder (float addition is not
+/// associative), so it runs scalar; sixteen independent partial results vectorize.
+const LANES: usize = 16;
+
+/// The sum of `f(x)` over `xs`, in [`LANES`] partial sums.
+#[inline(always)]
+fn lanes_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut blocks = xs.chunks_exact(LANES);
+    for b in &mut blocks {
+        for (a, &x) in acc.iter_mut().zip(b) {
+            *a += f(x);
+        }
+    }
+    let tail: f32 = blocks.remainder().iter().map(|&x| f(x)).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The largest `f(x)` over `xs` (NEG_INFINITY for none), in [`LANES`] partial maxima.
+#[inline(always)]
+fn lanes_max(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let mut blocks = xs.chunks_exact(LANES);
+    for b in &mut blocks {
+        for (a, &x) in acc.iter_mut().zip(b) {
+            let v = f(x);
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    let tail = blocks
+        .remainder()
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &x| m.max(f(x)));
+    acc.iter().fold(tail, |m, &v| m.max(v))
+}
+
+/// 1.5 * 2^23: adding it rounds a float of magnitude < 2^22 to an integer (ties to even).
+const ROUND_INT: f32 = 12_582_912.0;
+
+dispatch! {
+    /// Quantizes a row of activations to int8 with the symmetric scale its largest
+    /// magnitude gives (127), stored as `q + 128` for `vpdpbusd`; returns the scale (1 for
+    /// a row of zeros or with a non-finite maximum). Rounds by the magic constant, not
+    /// `round` (a libm call without SSE4.1).
+    pub fn quantize_row(x: &[f32], out: &mut [u8]) -> f32 {
+        let m = lanes_max(x, f32::abs);
+        let scale = if m > 0.0 && m.is_finite() { m / 127.0 } else { 1.0 };
+        let inv = 1.0 / scale;
+        for (q, &v) in out.iter_mut().zip(x) {
+            // max/min (not clamp) also turn a NaN into a bound.
+            let r = ((v * inv).max(-127.0).min(127.0) + ROUND_INT) - ROUND_INT;
+            // Safety: r is a whole number in -127..=127, so the cast is exact. (The checked
+            // `as` cast, saturating and NaN-aware, does not vectorize.)
+            let i: i32 = unsafe { r.to_int_unchecked() };
+            *q = (i + 128) as u8;
+        }
+        scale
+    }
+}
+
 dispatch! {
     /// Softmax of each row of `xs` (rows of `width`) in place.
     pub fn softmax_rows(xs: &mut [f32], width: usize) {
         for row in xs.chunks_exact_mut(width) {
-            let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            let mut sum = 0.0;
+            let max = lanes_max(row, |v| v);
             for v in row.iter_mut() {
                 *v = exp_neg(*v - max);
-                sum += *v;
             }
+            let sum = lanes_sum(row, |v| v);
             let inv = 1.0 / sum;
             for v in row.iter_mut() {
                 *v *= inv;
@@ -101,8 +161,8 @@ dispatch! {
     pub fn layer_norm_rows(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
         let width = gamma.len();
         for row in xs.chunks_exact_mut(width) {
-            let mean = row.iter().sum::<f32>() / width as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+            let mean = lanes_sum(row, |v| v) / width as f32;
+            let var = lanes_sum(row, |v| (v - mean) * (v - mean)) / width as f32;
             let inv = 1.0 / (var + eps).sqrt();
             for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
                 *v = (*v - mean) * inv * g + b;
@@ -171,6 +231,31 @@ mod tests {
             assert!((g - w / total).abs() < 1e-6);
         }
         assert!(xs[4..].iter().all(|v| (v - 0.25).abs() < 1e-7));
+    }
+
+    #[test]
+    fn quantize_row_keeps_every_value_within_half_a_step() {
+        let mut out = [0u8; 5];
+        assert_eq!(quantize_row(&[127.0, -64.0, 0.0, 0.4, 0.6], &mut out), 1.0);
+        assert_eq!(out, [255, 64, 128, 128, 129]);
+        // Past the lanes, with the largest magnitude in the tail.
+        let x: Vec<f32> = (0..37).map(|i| (i as f32 * 0.731).sin() * 3.0).collect();
+        let mut out = vec![0u8; 37];
+        let scale = quantize_row(&x, &mut out);
+        let max = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!((scale - max / 127.0).abs() < 1e-7);
+        for (q, v) in out.iter().zip(&x) {
+            let back = (*q as f32 - 128.0) * scale;
+            assert!(
+                (back - v).abs() <= scale * 0.5 + 1e-6,
+                "{v} came back as {back}"
+            );
+        }
+        assert_eq!(quantize_row(&[0.0; 3], &mut out[..3]), 1.0);
+        assert_eq!(&out[..3], &[128, 128, 128]);
+        // A NaN or an infinity is clamped, not undefined behaviour.
+        quantize_row(&[f32::NAN, f32::INFINITY, -1.0], &mut out[..3]);
+        assert_eq!(&out[..3], &[1, 255, 127]);
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod gate;
 pub mod indexer;
 mod kernels;
 pub mod model;
+pub mod preview;
+mod quant;
 mod rows;
 pub mod search;
 pub mod store;
@@ -19,7 +21,7 @@ pub mod store;
 pub use chunk::{Chunker, ChunkerConfig};
 pub use embed::{Embedder, Engine};
 pub use indexer::{IndexOptions, IndexStats, Indexer};
-pub use search::{Hit, Mode, search};
+pub use search::{Hit, Mode, search, search_with_preview};
 pub use store::Store;
 
 use std::path::PathBuf;

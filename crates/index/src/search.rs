@@ -82,21 +82,40 @@ pub async fn search(
     k: usize,
     mode: Mode,
 ) -> Result<Vec<Hit>, IndexError> {
+    search_with_preview(store, None, embedder, query, k, mode).await
+}
+
+/// [`search`], with the full-text half answered by `preview` when there is one: the text
+/// index a crawl keeps while its vectors are being computed ([`crate::preview`]), which
+/// covers every page written so far.
+pub async fn search_with_preview(
+    store: &Store,
+    preview: Option<&Store>,
+    embedder: Option<&Embedder>,
+    query: &str,
+    k: usize,
+    mode: Mode,
+) -> Result<Vec<Hit>, IndexError> {
     if query.trim().is_empty() {
         return Err(IndexError::Search("the query is empty".into()));
     }
     let k = k.max(1);
-    let mut hits = match mode {
-        Mode::Vector => vector(store, embedder, query, k).await?,
-        Mode::Text => text(store, query, k).await?,
-        Mode::Hybrid => {
-            let v = vector(store, embedder, query, k * 3).await?;
-            let t = text(store, query, k * 3).await?;
-            fuse(v, t, k)
-        }
+    let text_store = preview.unwrap_or(store);
+    let by_vector = async |k| {
+        let mut v = vector(store, embedder, query, k).await?;
+        add_aliases(store, &mut v).await?;
+        Ok::<_, IndexError>(v)
     };
-    add_aliases(store, &mut hits).await?;
-    Ok(hits)
+    let by_text = async |k| {
+        let mut t = text(text_store, query, k).await?;
+        add_aliases(text_store, &mut t).await?;
+        Ok::<_, IndexError>(t)
+    };
+    Ok(match mode {
+        Mode::Vector => by_vector(k).await?,
+        Mode::Text => by_text(k).await?,
+        Mode::Hybrid => fuse(by_vector(k * 3).await?, by_text(k * 3).await?, k),
+    })
 }
 
 async fn vector(

@@ -10,7 +10,7 @@ use crate::{DB_FILE, StoreResult};
 pub const SPILL_FILE: &str = "frontier.spill";
 
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 12] = [
+pub const OUTPUTS: [&str; 13] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
@@ -22,6 +22,7 @@ pub const OUTPUTS: [&str; 12] = [
     "changes-delivered.txt",
     "warc",
     "index",
+    "index-preview",
     SPILL_FILE,
 ];
 

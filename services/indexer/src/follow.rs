@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use trawl_core::PageRecord;
@@ -80,6 +80,14 @@ impl IndexProgress {
     }
 }
 
+/// Writes the chunks gathered so far and brings the full-text index up to date.
+async fn make_searchable(indexer: &mut trawl_index::Indexer) -> Result<(), IndexerError> {
+    indexer.flush().await?;
+    // No row count reaches usize::MAX: only the full-text index is built here.
+    indexer.store().build_indexes(usize::MAX).await?;
+    Ok(())
+}
+
 /// `1h02m`, `3m10s`, `42s`.
 pub fn clock(d: Duration) -> String {
     let s = d.as_secs();
@@ -93,7 +101,9 @@ pub fn clock(d: Duration) -> String {
 /// Indexes the lines of `path` from `from` on, as the feed says they are written, until the
 /// writer is gone and the file is read through; then writes the last chunks and builds the
 /// search indexes. With a journal, reports how far the index stands whenever nothing added
-/// is unwritten.
+/// is unwritten. With `refresh`, what was added is written and made searchable (the
+/// full-text index brought up to date) at least that often while the task runs: the
+/// preview index ([`trawl_index::preview`]) does this; the vector index waits for its end.
 pub async fn follow_pages(
     mut indexer: trawl_index::Indexer,
     path: PathBuf,
@@ -101,6 +111,7 @@ pub async fn follow_pages(
     mut written: watch::Receiver<u64>,
     journal: Option<Arc<dyn Journal>>,
     progress: Arc<IndexProgress>,
+    refresh: Option<Duration>,
 ) -> Result<trawl_index::IndexStats, IndexerError> {
     progress.from.store(from, Ordering::Relaxed);
     progress.indexed.store(from, Ordering::Relaxed);
@@ -109,6 +120,8 @@ pub async fn follow_pages(
     let mut at = from;
     let mut line = Vec::new();
     let mut reported = None;
+    let mut refreshed = Instant::now();
+    let mut unsearchable = false;
     loop {
         let end = *written.borrow_and_update();
         progress.written.store(end, Ordering::Relaxed);
@@ -124,6 +137,7 @@ pub async fn follow_pages(
             }
             at += n as u64;
             let page: PageRecord = serde_json::from_slice(&line)?;
+            unsearchable = true;
             match IndexItem::of_line(page, at) {
                 Some(IndexItem::Add(page, _)) => {
                     indexer.add_page(&page).await?;
@@ -143,8 +157,27 @@ pub async fn follow_pages(
                 j.indexed(at)?;
                 reported = Some(at);
             }
+            if refresh.is_some_and(|r| unsearchable && refreshed.elapsed() >= r) {
+                make_searchable(&mut indexer).await?;
+                (refreshed, unsearchable) = (Instant::now(), false);
+            }
         }
-        if written.changed().await.is_err() {
+        let changed = match refresh {
+            // Caught up with pages not yet searchable: wait for more only until they are due.
+            Some(r) if unsearchable => {
+                let due = r.saturating_sub(refreshed.elapsed());
+                match tokio::time::timeout(due, written.changed()).await {
+                    Ok(c) => c,
+                    Err(_) => {
+                        make_searchable(&mut indexer).await?;
+                        (refreshed, unsearchable) = (Instant::now(), false);
+                        continue;
+                    }
+                }
+            }
+            _ => written.changed().await,
+        };
+        if changed.is_err() {
             // The writer is gone: whatever it sent last is the whole file.
             if *written.borrow() <= at {
                 break;
@@ -166,7 +199,6 @@ pub async fn follow_pages(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     /// Waits at most `max` for the index to pass `offset`.
     async fn wait_indexed(progress: &IndexProgress, offset: u64, max: Duration) -> bool {
@@ -191,20 +223,47 @@ mod tests {
         }
     }
 
-    /// The task reads what the writer says is written, as it is written, never past it,
-    /// and reads the file through once the writer is gone; the pages are then searchable.
-    #[tokio::test]
-    async fn the_task_follows_the_file_and_reads_it_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pages.jsonl");
-        let mut sink = crate::JsonlSink::create(&path).unwrap();
-        let uri = dir.path().join("index").to_string_lossy().to_string();
+    type Task = tokio::task::JoinHandle<Result<trawl_index::IndexStats, IndexerError>>;
+
+    /// A text-only index at `dir/name` and its task following `dir/pages.jsonl` from the
+    /// start: the file's writer, the index's URI, the feed, the progress and the task.
+    async fn follow(
+        dir: &std::path::Path,
+        name: &str,
+        refresh: Option<Duration>,
+    ) -> (
+        crate::JsonlSink,
+        String,
+        IndexFeed,
+        Arc<IndexProgress>,
+        Task,
+    ) {
+        let path = dir.join("pages.jsonl");
+        let sink = crate::JsonlSink::create(&path).unwrap();
+        let uri = dir.join(name).to_string_lossy().to_string();
         let mut opts = trawl_index::IndexOptions::new(uri.clone());
         opts.embed = false;
         let ix = trawl_index::Indexer::open(opts).await.unwrap();
         let (feed, rx) = IndexFeed::new(0);
         let progress = Arc::new(IndexProgress::default());
-        let task = tokio::spawn(follow_pages(ix, path, 0, rx, None, progress.clone()));
+        let task = tokio::spawn(follow_pages(
+            ix,
+            path,
+            0,
+            rx,
+            None,
+            progress.clone(),
+            refresh,
+        ));
+        (sink, uri, feed, progress, task)
+    }
+
+    /// The task reads what the writer says is written, as it is written, never past it,
+    /// and reads the file through once the writer is gone; the pages are then searchable.
+    #[tokio::test]
+    async fn the_task_follows_the_file_and_reads_it_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sink, uri, feed, progress, task) = follow(dir.path(), "index", None).await;
         for batch in 0..3 {
             for i in 0..10 {
                 sink.write(&page(batch * 10 + i)).unwrap();
@@ -233,6 +292,43 @@ mod tests {
             hits.first().map(|h| h.url.as_str()),
             Some("http://a.test/30")
         );
+    }
+
+    /// With a refresh period the pages are searchable while the task still runs: the
+    /// preview index answers full-text queries before the crawl (and its vectors) are done.
+    #[tokio::test]
+    async fn a_refreshed_task_is_searchable_before_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let refresh = Some(Duration::from_millis(100));
+        let (mut sink, uri, feed, _progress, task) =
+            follow(dir.path(), "index-preview", refresh).await;
+        // Opened for each query, as `trawl search` does.
+        let find = async |word: &str| {
+            let store = trawl_index::Store::open_existing(&uri).await.unwrap();
+            let hits = trawl_index::search(&store, None, word, 3, trawl_index::Mode::Text).await;
+            hits.ok()
+                .and_then(|h| h.first().map(|h| h.url.clone()))
+                .unwrap_or_default()
+        };
+        for round in 0..2 {
+            for i in 0..5 {
+                sink.write(&page(round * 5 + i)).unwrap();
+            }
+            sink.flush().unwrap();
+            feed.written(sink.len());
+            let want = format!("http://a.test/{}", round * 5 + 4);
+            let start = Instant::now();
+            while find(&format!("otter{}", round * 5 + 4)).await != want {
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "round {round}: not searchable while the task runs"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(!task.is_finished());
+        }
+        drop(feed);
+        assert_eq!(task.await.unwrap().unwrap().pages, 10);
     }
 
     #[test]
