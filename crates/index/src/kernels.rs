@@ -128,7 +128,9 @@ dispatch! {
         let scale = if m > 0.0 && m.is_finite() { m / 127.0 } else { 1.0 };
         let inv = 1.0 / scale;
         for (q, &v) in out.iter_mut().zip(x) {
-            // max/min (not clamp) also turn a NaN into a bound.
+            // max/min, not clamp: they also turn a NaN into a bound, which the unchecked
+            // cast below needs.
+            #[allow(clippy::manual_clamp)]
             let r = ((v * inv).max(-127.0).min(127.0) + ROUND_INT) - ROUND_INT;
             // Safety: r is a whole number in -127..=127, so the cast is exact. (The checked
             // `as` cast, saturating and NaN-aware, does not vectorize.)
