@@ -20,7 +20,8 @@
 #   politeness (CONCURRENT_REQUESTS_PER_IP = 1, no delay, robots.txt obeyed).
 # The server's CPU is given for each side. Results: bench/out/scale/summary.json.
 # BIN=DIR runs the binaries in DIR instead of a release build; EXTRACTOR_WORKERS=N gives
-# each cluster extractor N workers (default 1).
+# each cluster extractor N workers (default 1); REDIS_SHARDS=N shards the crawl's per-host
+# state across N redis-servers (default 1; TRAWL_REDIS_STATE_URLS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -106,11 +107,17 @@ if [[ $only == *cluster* ]]; then
     "$nats_port" "$nats_http" "$out/nats" > "$out/nats.conf"
   nats-server -c "$out/nats.conf" > "$out/nats.log" 2>&1 &
   nats=$!
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null &
-  redis=$!
-  pids+=("$nats" "$redis")
-  wait_port 127.0.0.1 "$nats_port"; wait_port 127.0.0.1 "$redis_port"
+  shards=${REDIS_SHARDS:-1}; redis_pids=(); state_urls=()
+  for i in $(seq 0 $((shards - 1))); do
+    redis-server --port $((redis_port + i)) --bind 127.0.0.1 --save "" --appendonly no > /dev/null &
+    redis_pids+=($!)
+    [ "$i" -gt 0 ] && state_urls+=("redis://127.0.0.1:$((redis_port + i))")
+  done
+  pids+=("$nats" "${redis_pids[@]}")
+  wait_port 127.0.0.1 "$nats_port"
+  for i in $(seq 0 $((shards - 1))); do wait_port 127.0.0.1 $((redis_port + i)); done
   export TRAWL_NATS_URL="nats://127.0.0.1:$nats_port" TRAWL_REDIS_URL="redis://127.0.0.1:$redis_port"
+  TRAWL_REDIS_STATE_URLS=$(IFS=,; echo "${state_urls[*]}"); export TRAWL_REDIS_STATE_URLS
   export TRAWL_CRAWL=scale TRAWL_OUT="$out/cluster" TRAWL_LOG=warn
   svc=(); names=()
   port=19300
@@ -128,16 +135,18 @@ if [[ $only == *cluster* ]]; then
   for i in "${!svc[@]}"; do
     c=$(cpu_of "${svc[$i]}"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts ${names[$i]}=$c"
   done
-  for p in nats redis; do
-    c=$(cpu_of "${!p}"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts $p=$c"
+  c=$(cpu_of "$nats"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts nats=$c"
+  for i in "${!redis_pids[@]}"; do
+    c=$(cpu_of "${redis_pids[$i]}"); c_cpu=$(calc "$c_cpu + $c"); parts="$parts redis$i=$c"
+    # Node 0 also keeps the crawl's unsharded keys (counters, gate, page archive).
+    redis-cli -p $((redis_port + i)) INFO commandstats > "$out/redis-commands-$i.txt"
+    redis-cli -p $((redis_port + i)) INFO memory > "$out/redis-memory-$i.txt"
   done
-  redis-cli -p "$redis_port" INFO commandstats > "$out/redis-commands.txt"
-  redis-cli -p "$redis_port" INFO memory > "$out/redis-memory.txt"
   curl -fsS "http://127.0.0.1:$nats_http/varz" > "$out/nats-varz.json"
   curl -fsS "http://127.0.0.1:$nats_http/jsz" > "$out/nats-jsz.json"
   printf '{"wall_s": %s, "cpu_s": %s, "cpu_by_process": "%s"}\n' "$c_wall" "$c_cpu" "${parts# }" > "$out/cluster.json"
   kill -TERM "${svc[@]}"; wait "${svc[@]}" 2>/dev/null || true
-  kill "$nats" "$redis"; wait "$nats" "$redis" 2>/dev/null || true
+  kill "$nats" "${redis_pids[@]}"; wait "$nats" "${redis_pids[@]}" 2>/dev/null || true
   web_stop cluster
 fi
 

@@ -91,12 +91,24 @@ if os.path.exists(f"{out}/time-embedded.txt"):
 if os.path.exists(f"{out}/cluster.json"):
     c = load(f"{out}/cluster.json")
     c.update(pages_of(sorted(glob.glob(f"{out}/cluster/pages-*.jsonl"))))
-    stats = open(f"{out}/redis-commands.txt").read()
-    c["redis_commands"] = sum(int(m) for m in re.findall(r"cmdstat_[^:]+:calls=(\d+)", stats))
-    c["redis_scripts"] = sum(
-        int(m) for m in re.findall(r"cmdstat_(?:evalsha|eval):calls=(\d+)", stats))
-    mem = open(f"{out}/redis-memory.txt").read()
-    c["redis_used_memory_bytes"] = int(re.search(r"used_memory:(\d+)", mem).group(1))
+    # One file per Redis node: node 0 keeps the crawl's unsharded keys, the others the
+    # per-host state of their shards (REDIS_SHARDS).
+    nodes = sorted(glob.glob(f"{out}/redis-commands-*.txt"))
+    c["redis_nodes"] = []
+    for i in range(len(nodes)):
+        stats = open(f"{out}/redis-commands-{i}.txt").read()
+        mem = open(f"{out}/redis-memory-{i}.txt").read()
+        usec = sum(int(m) for m in re.findall(r"cmdstat_[^:]+:calls=\d+,usec=(\d+)", stats))
+        c["redis_nodes"].append({
+            "commands": sum(int(m) for m in re.findall(r"cmdstat_[^:]+:calls=(\d+)", stats)),
+            "scripts": sum(
+                int(m) for m in re.findall(r"cmdstat_(?:evalsha|eval):calls=(\d+)", stats)),
+            "command_s": round(usec / 1e6, 2),
+            "used_memory_bytes": int(re.search(r"used_memory:(\d+)", mem).group(1)),
+        })
+    c["redis_commands"] = sum(n["commands"] for n in c["redis_nodes"])
+    c["redis_scripts"] = sum(n["scripts"] for n in c["redis_nodes"])
+    c["redis_used_memory_bytes"] = sum(n["used_memory_bytes"] for n in c["redis_nodes"])
     varz = load(f"{out}/nats-varz.json")
     c["nats_msgs"] = varz["in_msgs"] + varz["out_msgs"]
     c["jetstream_bytes"] = load(f"{out}/nats-jsz.json").get("bytes", 0)

@@ -196,6 +196,7 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         index: args.index.clone(),
         since: args.since.clone(),
         due_only: args.due_only,
+        state_shards: args.cluster.state_nodes().len() as u32,
     })
 }
 
@@ -214,6 +215,18 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
         // A crawl with this id exists. A running one keeps its spec unless --replace says
         // so; a drained one takes the new spec and seeds (its seen-set stays: only URLs it
         // has not crawled yet are fetched).
+        let old = trawl_cluster::spec::get(&c.redis_url, &spec.crawl)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        if let Some(old) = old.filter(|o| o.state_shards != spec.state_shards) {
+            bail!(
+                "crawl {:?} keeps its per-host state on {} Redis server(s); this submit names \
+                 {}: a crawl keeps its servers for life (submit under another --crawl id)",
+                args.crawl,
+                old.state_shards,
+                spec.state_shards
+            );
+        }
         let s = status(c, &args.crawl).await?;
         if !s.drained {
             bail!(
@@ -405,7 +418,7 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
         .map(|h| (h.hop.to_string(), h.pending))
         .collect();
     let dead = stats.iter().map(|h| h.dead_letters).sum();
-    let state = RedisState::connect(&c.redis_url, crawl, 1, 1, 1)
+    let state = RedisState::connect_sharded(&c.state_nodes(), crawl, 1, 1, 1)
         .await
         .context("connecting to Redis")?;
     let counters = state.counters().await?;

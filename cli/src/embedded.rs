@@ -135,6 +135,7 @@ impl Plan {
             index: opts.index.settings.index.clone(),
             since: None,
             due_only: false,
+            state_shards: 1,
         };
         let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
         let since = match (&opts.since, &start_kind) {

@@ -209,6 +209,9 @@ def check_case(name, values, over):
         check(key in cm, f"{tag} ConfigMap lacks {key}")
     check(("TRAWL_REDIS_URL" in cm) != bool(eff["redis"]["auth"]["existingSecret"]),
           f"{tag} Redis URL both in the ConfigMap and a Secret, or in neither")
+    shards = eff["redis"].get("stateUrls") or []
+    check(cm.get("TRAWL_REDIS_STATE_URLS", "") == ",".join(shards),
+          f"{tag} the state shards' servers: {cm.get('TRAWL_REDIS_STATE_URLS')!r} for {shards}")
     services = by_kind(docs, "Service")
     for stage in STAGES:
         s = services.get(f"trawl-{stage}-metrics")
@@ -300,6 +303,8 @@ def main():
         ({"nats": {"monitoringEndpoint": "http://nats:8222"}}, "scheme in the monitoring endpoint"),
         ({"crawl": "has space"}, "crawl id with a space"),
         ({"keda": {"enabled": "yes"}}, "a string for a boolean"),
+        ({"redis": {"url": "redis://r:6379", "stateUrls": ["redis://a:6379,redis://b:6379"]}},
+         "two state servers in one entry"),
         ({"refine": {"engine": "gpt"}}, "an unknown refine engine"),
         ({"refine": {"endpoint": "vllm:8000/v1"}}, "a refine endpoint without a scheme"),
         ({"stages": {"refiner": {"gpu": {"enabled": True, "vram": 80}}}}, "an unknown refiner GPU key"),

@@ -147,6 +147,7 @@ impl Cluster {
             index: opts.index.settings.index.clone(),
             since: None,
             due_only: false,
+            state_shards: self.settings.state_nodes().len() as u32,
         };
         trawl_cluster::spec::put(&self.settings.redis_url, &spec, true)
             .await
@@ -162,7 +163,7 @@ impl Cluster {
     }
 
     async fn clear(&self) -> anyhow::Result<()> {
-        let state = RedisState::connect(&self.settings.redis_url, &self.crawl, 1, 1, 1)
+        let state = RedisState::connect_sharded(&self.settings.state_nodes(), &self.crawl, 1, 1, 1)
             .await
             .context("connecting to Redis")?;
         state.clear().await?;
@@ -188,6 +189,7 @@ impl Cluster {
             index: opts.index.settings.index.clone(),
             since: None,
             due_only: false,
+            state_shards: self.settings.state_nodes().len() as u32,
         };
         // The last job's state, seen-set and pages go: this job crawls from nothing.
         self.clear().await?;

@@ -12,6 +12,7 @@ pub mod redis_gate;
 pub mod redis_history;
 pub mod redis_min_gate;
 pub(crate) mod redis_scripts;
+pub mod redis_shards;
 pub mod redis_state;
 pub mod service;
 pub mod spec;

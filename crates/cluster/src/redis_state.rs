@@ -1,8 +1,10 @@
 //! The state interface in Redis, for the cluster: every multi-key step is one Lua script,
-//! and every key of a crawl carries the hash tag `{crawl}`, so a crawl lives in one cluster
-//! slot.
+//! and every key of a shard carries its hash tag, so a shard lives in one cluster slot.
+//! Unsharded, a crawl is one shard under `trawl:{crawl}:`; sharded, each host and the
+//! seen-set entries of its URLs live on one shard ([`crate::redis_shards`]), and the
+//! counters on shard 0.
 //!
-//! Layout under `trawl:{crawl}:`:
+//! Layout under a shard's prefix:
 //! - `seen:<b>`: the seen-set, 64-bit URL digests split into 65,536 sets by their top 16
 //!   bits, each holding the low 48 bits as integers, so Redis keeps them as compact intsets
 //!   (9.4 bytes a URL at 10 million URLs, measured by `examples/state_bytes.rs`) instead of
@@ -17,10 +19,12 @@
 //!   TTL), `counters`. The scripts are in [`crate::redis_scripts`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use futures_util::future::try_join_all;
 use redis::Script;
-use redis::aio::ConnectionManager;
 use trawl_core::state::{Admitted, Claim, Enqueued, RobotsEntry, State};
 use trawl_core::{CoreError, CoreResult, FetchJob};
 
@@ -31,20 +35,27 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
 use crate::queued_job;
 use crate::redis_conn::Within;
 use crate::redis_scripts::{ADMIT, CLAIM, HOLD, LIB, RELEASE};
+use crate::redis_shards::{Shard, shard_of_host, shard_of_key, shard_prefix};
 
 /// Items per enqueue script call and commands per pipeline: a sitemap's 50,000 URLs do
 /// not hold Redis (single-threaded) in one step.
 const BATCH: usize = 512;
 
-/// The host schedule, seen-set, robots cache and counters of one crawl, in Redis.
+/// One admission item: the seen-set key, if any, and the job, if any.
+type AdmitItem = (Option<String>, Option<FetchJob>);
+
+/// The host schedule, seen-set, robots cache and counters of one crawl, in Redis: on one
+/// server, or with the per-host state sharded across several ([`crate::redis_shards`]).
 #[derive(Clone)]
 pub struct RedisState {
-    conn: ConnectionManager,
+    shards: Arc<[Shard]>,
     crawl: String,
-    prefix: String,
+    /// The cap of each shard: the crawl's cap over the shards.
     max_queued: usize,
     per_host: u32,
     claim_ttl_ms: u64,
+    /// The shard a claim asks first, in turn, so no shard's hosts wait on another's.
+    turn: Arc<AtomicUsize>,
     enqueue: Script,
     claim: Script,
     release: Script,
@@ -52,7 +63,8 @@ pub struct RedisState {
 }
 
 impl RedisState {
-    /// `claim_ttl_ms`: how long a host slot stays taken by a fetcher that never releases it.
+    /// On one server. `claim_ttl_ms`: how long a host slot stays taken by a fetcher that
+    /// never releases it.
     pub async fn connect(
         url: &str,
         crawl: &str,
@@ -60,17 +72,47 @@ impl RedisState {
         per_host: u32,
         claim_ttl_ms: u64,
     ) -> CoreResult<Self> {
-        let conn = crate::redis_conn::connect(url)
-            .await
-            .map_err(|e| backend("connect", e))?;
+        Self::connect_sharded(
+            &[url.to_string()],
+            crawl,
+            max_queued,
+            per_host,
+            claim_ttl_ms,
+        )
+        .await
+    }
+
+    /// Sharded by host across `nodes`, shard `i` on `nodes[i]`; `max_queued` is split
+    /// evenly between the shards.
+    pub async fn connect_sharded(
+        nodes: &[String],
+        crawl: &str,
+        max_queued: usize,
+        per_host: u32,
+        claim_ttl_ms: u64,
+    ) -> CoreResult<Self> {
+        if nodes.is_empty() {
+            return Err(backend("connect", "no Redis server named"));
+        }
+        let mut shards = Vec::with_capacity(nodes.len());
+        for (i, url) in nodes.iter().enumerate() {
+            let conn = crate::redis_conn::connect(url).await.map_err(|e| {
+                let url = trawl_core::settings::redact_url(url);
+                backend("connect", format!("{url}: {e}"))
+            })?;
+            shards.push(Shard {
+                conn,
+                prefix: shard_prefix(crawl, i),
+            });
+        }
         let script = |body: &str| Script::new(&format!("{LIB}\n{body}"));
         Ok(RedisState {
-            conn,
+            max_queued: max_queued.max(1).div_ceil(shards.len()),
+            shards: shards.into(),
             crawl: crawl.to_string(),
-            prefix: format!("trawl:{{{crawl}}}:"),
-            max_queued: max_queued.max(1),
             per_host: per_host.max(1),
             claim_ttl_ms,
+            turn: Arc::new(AtomicUsize::new(0)),
             enqueue: script(ADMIT),
             claim: script(CLAIM),
             release: script(RELEASE),
@@ -78,13 +120,28 @@ impl RedisState {
         })
     }
 
+    /// The prefix of the crawl's home shard (its counters and every unsharded key).
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        &self.shards[0].prefix
     }
 
-    /// One command an item, written by `add`,, in pipelines of [`BATCH`]; the replies in order.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn home(&self) -> &Shard {
+        &self.shards[0]
+    }
+
+    fn of_host(&self, host: &str) -> &Shard {
+        &self.shards[shard_of_host(host, self.shards.len())]
+    }
+
+    /// One command an item, written by `add`, in pipelines of [`BATCH`] on `shard`; the
+    /// replies in order.
     async fn pipelined<T, R: redis::FromRedisValue>(
         &self,
+        shard: &Shard,
         items: &[T],
         what: &str,
         add: impl Fn(&mut redis::Pipeline, &T),
@@ -95,7 +152,7 @@ impl RedisState {
             for item in chunk {
                 add(&mut pipe, item);
             }
-            let mut conn = self.conn.clone();
+            let mut conn = shard.conn.clone();
             let replies: Vec<R> = pipe
                 .query_async(&mut conn)
                 .within()
@@ -106,24 +163,84 @@ impl RedisState {
         Ok(out)
     }
 
-    /// The seen-set's set and member for `key`.
-    fn seen_slot(&self, key: &str) -> (String, i64) {
+    /// `items` split by shard (`shard_of` each), `run` on every shard's part at once (the
+    /// shard's index and its items),
+    /// and the answers put back in the items' order.
+    async fn by_shard<T: Clone, R, F, Fut>(
+        &self,
+        items: &[T],
+        shard_of: impl Fn(&T) -> usize,
+        run: F,
+    ) -> CoreResult<Vec<R>>
+    where
+        F: Fn(usize, Vec<T>) -> Fut,
+        Fut: std::future::Future<Output = CoreResult<Vec<R>>>,
+    {
+        if self.shards.len() == 1 {
+            return run(0, items.to_vec()).await;
+        }
+        let mut parts: Vec<Vec<T>> = vec![Vec::new(); self.shards.len()];
+        let mut place = Vec::with_capacity(items.len());
+        for item in items {
+            let s = shard_of(item);
+            place.push((s, parts[s].len()));
+            parts[s].push(item.clone());
+        }
+        let answers =
+            try_join_all(parts.into_iter().enumerate().map(|(s, part)| run(s, part))).await?;
+        let mut answers: Vec<Vec<Option<R>>> = answers
+            .into_iter()
+            .map(|a| a.into_iter().map(Some).collect())
+            .collect();
+        place
+            .into_iter()
+            .map(|(s, i)| {
+                answers[s]
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .ok_or_else(|| backend("shard", "one answer per item expected"))
+            })
+            .collect()
+    }
+
+    /// The seen-set's set and member for `key`, on the shard of the key's host.
+    fn seen_slot(&self, key: &str) -> (&Shard, String, i64) {
+        let shard = &self.shards[shard_of_key(key, self.shards.len())];
         let d = seen_digest(key);
         (
-            format!("{}seen:{:04x}", self.prefix, d >> 48),
+            shard,
+            format!("{}seen:{:04x}", shard.prefix, d >> 48),
             (d & 0xffff_ffff_ffff) as i64,
         )
     }
 
-    /// The enqueue script over items: with a key, the URL is added to the seen-set first
-    /// (and its job, if any, offered only when it was new); without, the job is offered.
-    async fn run_admit(
-        &self,
-        items: Vec<(Option<String>, Option<FetchJob>)>,
-    ) -> CoreResult<Vec<Admitted>> {
+    /// The shard an admission item goes to: its job's host's, so the job's queue stays
+    /// with the host's politeness slot; else its key's (the same shard, for the
+    /// frontier's keys: the normalized URL of the job).
+    fn admit_shard(&self, item: &AdmitItem) -> usize {
+        match item {
+            (_, Some(job)) => shard_of_host(&job.host, self.shards.len()),
+            (Some(key), None) => shard_of_key(key, self.shards.len()),
+            (None, None) => 0,
+        }
+    }
+
+    async fn run_admit(&self, items: Vec<AdmitItem>) -> CoreResult<Vec<Admitted>> {
+        self.by_shard(
+            &items,
+            |item| self.admit_shard(item),
+            |s, part| self.admit_on(&self.shards[s], part),
+        )
+        .await
+    }
+
+    /// The enqueue script over items on one shard: with a key, the URL is added to the
+    /// seen-set first (and its job, if any, offered only when it was new); without, the
+    /// job is offered.
+    async fn admit_on(&self, shard: &Shard, items: Vec<AdmitItem>) -> CoreResult<Vec<Admitted>> {
         let mut out = Vec::with_capacity(items.len());
         for chunk in items.chunks(BATCH) {
-            let mut call = self.enqueue.key(&self.prefix);
+            let mut call = self.enqueue.key(&shard.prefix);
             call.arg(self.max_queued).arg(self.per_host);
             for (key, job) in chunk {
                 let mode = match (key, job) {
@@ -145,7 +262,7 @@ impl RedisState {
                     }
                 }
             }
-            let mut conn = self.conn.clone();
+            let mut conn = shard.conn.clone();
             let verdicts: Vec<i64> = call
                 .invoke_async(&mut conn)
                 .within()
@@ -165,21 +282,39 @@ impl RedisState {
         Ok(out)
     }
 
-    /// URLs the frontier's cap dropped (evicted, or turned away), in the order it dropped
-    /// them: `count` of them from the `from`th on.
+    /// URLs the frontier's cap dropped (evicted, or turned away): `count` of them from
+    /// the `from`th on, in the order each shard dropped them, shard after shard.
     pub async fn dropped(&self, from: usize, count: usize) -> CoreResult<Vec<String>> {
-        if count == 0 {
-            return Ok(Vec::new());
+        let mut rows: Vec<String> = Vec::new();
+        let mut skip = from;
+        for shard in self.shards.iter() {
+            if rows.len() >= count {
+                break;
+            }
+            let key = format!("{}dropped", shard.prefix);
+            let mut conn = shard.conn.clone();
+            let len: usize = redis::cmd("LLEN")
+                .arg(&key)
+                .query_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend("dropped", e))?;
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            let last = (skip + (count - rows.len())).min(len) - 1;
+            let part: Vec<String> = redis::cmd("LRANGE")
+                .arg(&key)
+                .arg(skip)
+                .arg(last)
+                .query_async(&mut conn)
+                .within()
+                .await
+                .map_err(|e| backend("dropped", e))?;
+            rows.extend(part);
+            skip = 0;
         }
-        let mut conn = self.conn.clone();
-        let rows: Vec<String> = redis::cmd("LRANGE")
-            .arg(format!("{}dropped", self.prefix))
-            .arg(from)
-            .arg(from + count - 1)
-            .query_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("dropped", e))?;
         rows.iter()
             .map(|row| {
                 let (host, member) = row
@@ -192,12 +327,57 @@ impl RedisState {
             .collect()
     }
 
-    /// Removes every key of this crawl (SCAN + UNLINK, never KEYS).
+    /// Removes every key of this crawl, on every shard (SCAN + UNLINK, never KEYS).
     pub async fn clear(&self) -> CoreResult<u64> {
-        let mut conn = self.conn.clone();
-        crate::redis_conn::unlink_prefixed(&mut conn, &self.prefix)
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            let mut conn = shard.conn.clone();
+            removed += crate::redis_conn::unlink_prefixed(&mut conn, &shard.prefix)
+                .await
+                .map_err(|e| backend("clear", e))?;
+        }
+        Ok(removed)
+    }
+
+    /// The claim script on one shard.
+    async fn claim_on(&self, shard: &Shard, now_ms: u64) -> CoreResult<Option<Claim>> {
+        let mut conn = shard.conn.clone();
+        let claimed: Option<(String, String, String, f64)> = self
+            .claim
+            .key(&shard.prefix)
+            .arg(now_ms)
+            .arg(self.per_host)
+            .arg(self.claim_ttl_ms)
+            .invoke_async(&mut conn)
+            .within()
             .await
-            .map_err(|e| backend("clear", e))
+            .map_err(|e| backend("claim", e))?;
+        let Some((id, member, host, priority)) = claimed else {
+            return Ok(None);
+        };
+        let mut job = queued_job::decode(&member, &self.crawl, &host, priority as i64)
+            .map_err(|e| backend("decode job", e))?;
+        job.claim = Some(id);
+        Ok(Some(Claim { job }))
+    }
+
+    /// One number from every shard.
+    async fn each_shard<R: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        cmd: impl Fn(&str) -> redis::Cmd,
+    ) -> CoreResult<Vec<R>> {
+        try_join_all(self.shards.iter().map(|shard| {
+            let mut conn = shard.conn.clone();
+            let cmd = cmd(&shard.prefix);
+            async move {
+                cmd.query_async::<R>(&mut conn)
+                    .within()
+                    .await
+                    .map_err(|e| backend(what, e))
+            }
+        }))
+        .await
     }
 }
 
@@ -210,8 +390,8 @@ pub fn seen_digest(key: &str) -> u64 {
 #[async_trait]
 impl State for RedisState {
     async fn seen_add(&self, key: &str) -> CoreResult<bool> {
-        let (bucket, value) = self.seen_slot(key);
-        let mut conn = self.conn.clone();
+        let (shard, bucket, value) = self.seen_slot(key);
+        let mut conn = shard.conn.clone();
         let added: i64 = redis::cmd("SADD")
             .arg(bucket)
             .arg(value)
@@ -223,16 +403,24 @@ impl State for RedisState {
     }
 
     async fn seen_contains_many(&self, keys: &[String]) -> CoreResult<Vec<bool>> {
-        self.pipelined(keys, "seen", |pipe, key| {
-            let (bucket, value) = self.seen_slot(key);
-            pipe.cmd("SISMEMBER").arg(bucket).arg(value);
-        })
+        let n = self.shards.len();
+        self.by_shard(
+            keys,
+            |key| shard_of_key(key, n),
+            |s, part| async move {
+                self.pipelined(&self.shards[s], &part, "seen", |pipe, key| {
+                    let (_, bucket, value) = self.seen_slot(key);
+                    pipe.cmd("SISMEMBER").arg(bucket).arg(value);
+                })
+                .await
+            },
+        )
         .await
     }
 
     async fn seen_contains(&self, key: &str) -> CoreResult<bool> {
-        let (bucket, value) = self.seen_slot(key);
-        let mut conn = self.conn.clone();
+        let (shard, bucket, value) = self.seen_slot(key);
+        let mut conn = shard.conn.clone();
         redis::cmd("SISMEMBER")
             .arg(bucket)
             .arg(value)
@@ -257,32 +445,25 @@ impl State for RedisState {
             .await
     }
 
+    /// The shards in turn, from the one after the last claim's start: the first job
+    /// any of them has ready.
     async fn claim(&self, now_ms: u64) -> CoreResult<Option<Claim>> {
-        let mut conn = self.conn.clone();
-        let claimed: Option<(String, String, String, f64)> = self
-            .claim
-            .key(&self.prefix)
-            .arg(now_ms)
-            .arg(self.per_host)
-            .arg(self.claim_ttl_ms)
-            .invoke_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("claim", e))?;
-        let Some((id, member, host, priority)) = claimed else {
-            return Ok(None);
-        };
-        let mut job = queued_job::decode(&member, &self.crawl, &host, priority as i64)
-            .map_err(|e| backend("decode job", e))?;
-        job.claim = Some(id);
-        Ok(Some(Claim { job }))
+        let n = self.shards.len();
+        let first = self.turn.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            if let Some(c) = self.claim_on(&self.shards[(first + k) % n], now_ms).await? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
     }
 
     async fn hold(&self, host: &str, claim: &str, now_ms: u64) -> CoreResult<bool> {
-        let mut conn = self.conn.clone();
+        let shard = self.of_host(host);
+        let mut conn = shard.conn.clone();
         let held: i64 = self
             .hold
-            .key(&self.prefix)
+            .key(&shard.prefix)
             .arg(host)
             .arg(claim)
             .arg(now_ms)
@@ -307,10 +488,11 @@ impl State for RedisState {
         claim: Option<&str>,
         next_allowed_ms: u64,
     ) -> CoreResult<()> {
-        let mut conn = self.conn.clone();
+        let shard = self.of_host(host);
+        let mut conn = shard.conn.clone();
         let _: i64 = self
             .release
-            .key(&self.prefix)
+            .key(&shard.prefix)
             .arg(host)
             .arg(next_allowed_ms)
             .arg(self.per_host)
@@ -323,45 +505,50 @@ impl State for RedisState {
     }
 
     async fn next_ready_ms(&self) -> CoreResult<Option<u64>> {
-        let mut conn = self.conn.clone();
-        let first: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(format!("{}ready", self.prefix))
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("ready", e))?;
-        Ok(first.first().map(|(_, t)| *t as u64))
+        let firsts: Vec<Vec<(String, f64)>> = self
+            .each_shard("ready", |prefix| {
+                let mut cmd = redis::cmd("ZRANGE");
+                cmd.arg(format!("{prefix}ready"))
+                    .arg(0)
+                    .arg(0)
+                    .arg("WITHSCORES");
+                cmd
+            })
+            .await?;
+        Ok(firsts
+            .iter()
+            .filter_map(|f| f.first().map(|(_, t)| *t as u64))
+            .min())
     }
 
     async fn queued(&self) -> CoreResult<usize> {
-        let mut conn = self.conn.clone();
-        let n: Option<i64> = redis::cmd("GET")
-            .arg(format!("{}queued", self.prefix))
-            .query_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("queued", e))?;
-        Ok(n.unwrap_or(0).max(0) as usize)
+        let counts: Vec<Option<i64>> = self
+            .each_shard("queued", |prefix| {
+                let mut cmd = redis::cmd("GET");
+                cmd.arg(format!("{prefix}queued"));
+                cmd
+            })
+            .await?;
+        Ok(counts.iter().map(|n| n.unwrap_or(0).max(0) as usize).sum())
     }
 
     /// Claimed and not yet released or expired.
     async fn claims(&self) -> CoreResult<usize> {
-        let mut conn = self.conn.clone();
-        redis::cmd("ZCARD")
-            .arg(format!("{}claimexp", self.prefix))
-            .query_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("claims", e))
+        let counts: Vec<usize> = self
+            .each_shard("claims", |prefix| {
+                let mut cmd = redis::cmd("ZCARD");
+                cmd.arg(format!("{prefix}claimexp"));
+                cmd
+            })
+            .await?;
+        Ok(counts.iter().sum())
     }
 
     async fn robots_get(&self, host: &str, _now_ms: u64) -> CoreResult<Option<RobotsEntry>> {
-        let mut conn = self.conn.clone();
+        let shard = self.of_host(host);
+        let mut conn = shard.conn.clone();
         let v: Option<String> = redis::cmd("GET")
-            .arg(format!("{}robots:{host}", self.prefix))
+            .arg(format!("{}robots:{host}", shard.prefix))
             .query_async(&mut conn)
             .within()
             .await
@@ -372,9 +559,10 @@ impl State for RedisState {
 
     async fn robots_put(&self, host: &str, entry: RobotsEntry, ttl_ms: u64) -> CoreResult<()> {
         let json = serde_json::to_string(&entry).map_err(|e| backend("encode", e))?;
-        let mut conn = self.conn.clone();
+        let shard = self.of_host(host);
+        let mut conn = shard.conn.clone();
         let _: () = redis::cmd("SET")
-            .arg(format!("{}robots:{host}", self.prefix))
+            .arg(format!("{}robots:{host}", shard.prefix))
             .arg(json)
             .arg("PX")
             .arg(ttl_ms.max(1))
@@ -386,9 +574,9 @@ impl State for RedisState {
     }
 
     async fn incr(&self, counter: &str, by: i64) -> CoreResult<i64> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.home().conn.clone();
         redis::cmd("HINCRBY")
-            .arg(format!("{}counters", self.prefix))
+            .arg(format!("{}counters", self.prefix()))
             .arg(counter)
             .arg(by)
             .query_async(&mut conn)
@@ -398,17 +586,17 @@ impl State for RedisState {
     }
 
     async fn incr_many(&self, counters: &[(String, i64)]) -> CoreResult<Vec<i64>> {
-        let key = format!("{}counters", self.prefix);
-        self.pipelined(counters, "incr", |pipe, (c, by)| {
+        let key = format!("{}counters", self.prefix());
+        self.pipelined(self.home(), counters, "incr", |pipe, (c, by)| {
             pipe.cmd("HINCRBY").arg(&key).arg(c).arg(*by);
         })
         .await
     }
 
     async fn counters(&self) -> CoreResult<BTreeMap<String, i64>> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.home().conn.clone();
         redis::cmd("HGETALL")
-            .arg(format!("{}counters", self.prefix))
+            .arg(format!("{}counters", self.prefix()))
             .query_async(&mut conn)
             .within()
             .await

@@ -107,8 +107,22 @@ pub async fn wait_for_spec(
 }
 
 pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<RedisState>, String> {
-    RedisState::connect(
-        &c.redis_url,
+    let nodes = c.state_nodes();
+    if nodes.len() != spec.state_shards.max(1) as usize {
+        // Another count of servers would look for each host on another shard: hosts
+        // fetched twice at once, URLs admitted twice.
+        return Err(format!(
+            "crawl {} keeps its per-host state on {} Redis server(s) (`trawl submit` was \
+             given {} --redis-state-url); this service names {}: give every service and \
+             `trawl submit` the same TRAWL_REDIS_STATE_URLS",
+            spec.crawl,
+            spec.state_shards,
+            spec.state_shards.saturating_sub(1),
+            nodes.len()
+        ));
+    }
+    RedisState::connect_sharded(
+        &nodes,
         &spec.crawl,
         spec.settings.max_queued,
         spec.settings.concurrency_per_host,

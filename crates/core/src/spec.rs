@@ -21,6 +21,19 @@ pub struct CrawlSpec {
     /// A re-crawl fetches only the pages its adaptive schedule makes due.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub due_only: bool,
+    /// The cluster: how many Redis servers the crawl's per-host state is sharded across
+    /// (fixed for the crawl's life; every service checks it names as many). 1 everywhere
+    /// else.
+    #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
+    pub state_shards: u32,
+}
+
+fn one_shard() -> u32 {
+    1
+}
+
+fn is_one_shard(n: &u32) -> bool {
+    *n == 1
 }
 
 impl CrawlSpec {

@@ -101,6 +101,7 @@ fn sqlite(dir: &std::path::Path, n: usize) -> (f64, u64, f64) {
         index: Default::default(),
         since: None,
         due_only: false,
+        state_shards: 1,
     };
     let (_, r) = trawl_store::resume::open(dir, &spec).unwrap();
     assert_eq!(r.seen.len(), n);

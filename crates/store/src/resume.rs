@@ -200,6 +200,7 @@ mod tests {
             index: Default::default(),
             since: None,
             due_only: false,
+            state_shards: 1,
         }
     }
 
