@@ -191,7 +191,11 @@ impl Stack {
             ("TRAWL_QUEUE_PREFIX", self.prefix.as_str()),
         ];
         // The servers the stack was started against, when they are not the shared ones.
-        for key in ["TRAWL_NATS_URL", "TRAWL_REDIS_URL"] {
+        for key in [
+            "TRAWL_NATS_URL",
+            "TRAWL_REDIS_URL",
+            "TRAWL_REDIS_STATE_URLS",
+        ] {
             if let Some(v) = self.var(key) {
                 env.push((key, v));
             }

@@ -220,6 +220,21 @@ async fn a_running_crawl_keeps_its_spec_unless_replaced() {
         .unwrap();
     assert_eq!(spec.settings.delay_ms, 5);
     assert!(spec.settings.allow_private);
+
+    // The servers its per-host state is sharded across are the crawl's for life: another
+    // count is refused, --replace or not, and the spec stays.
+    let resharded = submit(&["--replace", "--redis-state-url", "redis://127.0.0.1:6379"]);
+    assert!(!resharded.status.success());
+    let err = stderr(&resharded);
+    assert!(
+        err.contains("another --crawl id") && err.contains("TRAWL_REDIS_STATE_URLS"),
+        "{err}"
+    );
+    let kept = trawl_cluster::spec::get("redis://127.0.0.1:6379", &crawl)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((kept.state_shards, kept.settings.delay_ms), (1, 5));
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 

@@ -210,23 +210,25 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     if let Some(since) = &spec.since {
         check_baseline(c, &spec.crawl, since).await?;
     }
+    // A crawl keeps its state's servers for life, --replace or not: its hosts would be
+    // looked for on other shards than the ones they are queued on.
+    let old = trawl_cluster::spec::get(&c.redis_url, &spec.crawl).await;
+    if let Ok(Some(old)) = old.as_ref()
+        && old.state_shards != spec.state_shards
+    {
+        bail!(
+            "crawl {:?} keeps its per-host state on {} Redis server(s); this submit names {} \
+             (TRAWL_REDIS_STATE_URLS): submit under another --crawl id",
+            args.crawl,
+            old.state_shards,
+            spec.state_shards
+        );
+    }
     let put = |replace| trawl_cluster::spec::put(&c.redis_url, &spec, replace);
     if !put(args.replace).await.map_err(anyhow::Error::msg)? {
         // A crawl with this id exists. A running one keeps its spec unless --replace says
         // so; a drained one takes the new spec and seeds (its seen-set stays: only URLs it
         // has not crawled yet are fetched).
-        let old = trawl_cluster::spec::get(&c.redis_url, &spec.crawl)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        if let Some(old) = old.filter(|o| o.state_shards != spec.state_shards) {
-            bail!(
-                "crawl {:?} keeps its per-host state on {} Redis server(s); this submit names \
-                 {}: a crawl keeps its servers for life (submit under another --crawl id)",
-                args.crawl,
-                old.state_shards,
-                spec.state_shards
-            );
-        }
         let s = status(c, &args.crawl).await?;
         if !s.drained {
             bail!(
