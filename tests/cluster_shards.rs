@@ -11,29 +11,11 @@ use trawl_testsite::web::{Web, WebConfig};
 
 /// The keys under `pattern` on the server at `url`.
 async fn count_keys(url: &str, pattern: &str) -> usize {
-    let mut conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
+    let mut conn = trawl_cluster::redis_conn::connect(url).await.unwrap();
+    trawl_cluster::redis_conn::keys_matching(&mut conn, pattern)
         .await
-        .unwrap();
-    let mut n = 0;
-    let mut cursor = 0u64;
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        n += batch.len();
-        if next == 0 {
-            return n;
-        }
-        cursor = next;
-    }
+        .unwrap()
+        .len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -235,6 +235,23 @@ async fn a_running_crawl_keeps_its_spec_unless_replaced() {
         .unwrap()
         .unwrap();
     assert_eq!((kept.state_shards, kept.settings.delay_ms), (1, 5));
+    // Nor is its progress summed over another count of servers.
+    let status = trawl()
+        .args([
+            "status",
+            &crawl,
+            "--redis-state-url",
+            "redis://127.0.0.1:6379",
+        ])
+        .env("TRAWL_QUEUE_PREFIX", &prefix)
+        .output()
+        .unwrap();
+    assert!(!status.status.success());
+    assert!(
+        stderr(&status).contains("TRAWL_REDIS_STATE_URLS"),
+        "{}",
+        stderr(&status)
+    );
     cleanup(&prefix, &crawl, Some("redis://127.0.0.1:6379")).await;
 }
 

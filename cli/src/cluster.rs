@@ -178,6 +178,7 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         );
     }
     args.settings.validate()?;
+    trawl_cluster::redis_shards::check_crawl_id(&args.crawl).map_err(anyhow::Error::msg)?;
     let start = if args.archives.is_empty() {
         args.targets.resolve(&args.settings.normalizer())?.1
     } else {
@@ -212,6 +213,8 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     }
     // A crawl keeps its state's servers for life, --replace or not: its hosts would be
     // looked for on other shards than the ones they are queued on.
+    // A spec this version cannot read is handled below (running: refused; drained or
+    // --replace: replaced).
     let old = trawl_cluster::spec::get(&c.redis_url, &spec.crawl).await;
     if let Ok(Some(old)) = old.as_ref()
         && old.state_shards != spec.state_shards
@@ -420,7 +423,17 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
         .map(|h| (h.hop.to_string(), h.pending))
         .collect();
     let dead = stats.iter().map(|h| h.dead_letters).sum();
-    let state = RedisState::connect_sharded(&c.state_nodes(), crawl, 1, 1, 1)
+    // The crawl's own count of state servers: summing fewer would call it drained while
+    // the others still hold work. (A spec this version cannot read: the servers named.)
+    let nodes = match trawl_cluster::spec::get(&c.redis_url, crawl)
+        .await
+        .ok()
+        .flatten()
+    {
+        Some(spec) => service::state_nodes_for(c, &spec).map_err(anyhow::Error::msg)?,
+        None => c.state_nodes(),
+    };
+    let state = RedisState::connect_sharded(&nodes, crawl, 1, 1, 1)
         .await
         .context("connecting to Redis")?;
     let counters = state.counters().await?;

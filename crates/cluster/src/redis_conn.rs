@@ -53,6 +53,35 @@ where
     type T = T;
 }
 
+/// Every key that matches the glob `pattern` (SCAN, never KEYS), sorted, each once.
+pub async fn keys_matching(
+    conn: &mut ConnectionManager,
+    pattern: &str,
+) -> redis::RedisResult<Vec<String>> {
+    let mut cursor: u64 = 0;
+    let mut keys: Vec<String> = Vec::new();
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .within()
+            .await?;
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    // SCAN may return a key twice (when the table is resized during the walk).
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
 /// Removes every key that starts with `prefix` (SCAN + UNLINK, never KEYS); returns how many.
 pub async fn unlink_prefixed(
     conn: &mut ConnectionManager,

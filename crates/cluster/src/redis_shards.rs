@@ -11,7 +11,9 @@
 //!
 //! Shard 0 keeps the layout of an unsharded crawl (`trawl:{crawl}:`, with the crawl's
 //! other keys: counters, spec, archives, the page gate); shard `i` uses the hash tag
-//! `{crawl|s<i>}`, so its keys also fall in a slot of their own.
+//! `{crawl|s<i>}`, so its keys also fall in a slot of their own (`trawl submit` refuses
+//! crawl ids with `|`, `{` or `}`, so no crawl's keys are another's shard). The cap on
+//! queued URLs holds on each shard.
 
 use redis::aio::ConnectionManager;
 
@@ -28,6 +30,16 @@ pub fn shard_prefix(crawl: &str, i: usize) -> String {
         format!("trawl:{{{crawl}}}:")
     } else {
         format!("trawl:{{{crawl}|s{i}}}:")
+    }
+}
+
+/// A crawl id its keys can carry: `{` and `}` would end the hash tag early, and `|` could
+/// make one crawl's keys another's shard.
+pub fn check_crawl_id(crawl: &str) -> Result<(), String> {
+    match crawl.chars().find(|c| matches!(c, '{' | '}' | '|')) {
+        Some(c) => Err(format!("a crawl id cannot hold {c:?}: {crawl:?}")),
+        None if crawl.is_empty() => Err("the crawl id is empty".into()),
+        None => Ok(()),
     }
 }
 
@@ -86,6 +98,14 @@ mod tests {
         assert!(per.iter().all(|&c| (800..1200).contains(&c)), "{per:?}");
         assert_eq!(shard_of_key("not a url", 1), 0);
         assert!(shard_of_key("not a url", 3) < 3);
+    }
+
+    #[test]
+    fn crawl_ids_that_would_break_the_hash_tag_are_refused() {
+        assert!(check_crawl_id("docs-2026").is_ok());
+        for bad in ["", "a|s1", "a{b", "a}b"] {
+            assert!(check_crawl_id(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -50,7 +50,7 @@ type AdmitItem = (Option<String>, Option<FetchJob>);
 pub struct RedisState {
     shards: Arc<[Shard]>,
     crawl: String,
-    /// The cap of each shard: the crawl's cap over the shards.
+    /// The cap of each shard.
     max_queued: usize,
     per_host: u32,
     claim_ttl_ms: u64,
@@ -82,8 +82,9 @@ impl RedisState {
         .await
     }
 
-    /// Sharded by host across `nodes`, shard `i` on `nodes[i]`; `max_queued` is split
-    /// evenly between the shards.
+    /// Sharded by host across `nodes`, shard `i` on `nodes[i]`. `max_queued` holds on each
+    /// server (it bounds a server's memory): split, a crawl of one site, all on one shard,
+    /// would get a fraction of it.
     pub async fn connect_sharded(
         nodes: &[String],
         crawl: &str,
@@ -107,7 +108,7 @@ impl RedisState {
         }
         let script = |body: &str| Script::new(&format!("{LIB}\n{body}"));
         Ok(RedisState {
-            max_queued: max_queued.max(1).div_ceil(shards.len()),
+            max_queued: max_queued.max(1),
             shards: shards.into(),
             crawl: crawl.to_string(),
             per_host: per_host.max(1),
@@ -283,7 +284,9 @@ impl RedisState {
     }
 
     /// URLs the frontier's cap dropped (evicted, or turned away): `count` of them from
-    /// the `from`th on, in the order each shard dropped them, shard after shard.
+    /// the `from`th on, in the order each shard dropped them, shard after shard (sharded,
+    /// a drop on an earlier shard moves the later shards' rows: page through a drained
+    /// crawl).
     pub async fn dropped(&self, from: usize, count: usize) -> CoreResult<Vec<String>> {
         let mut rows: Vec<String> = Vec::new();
         let mut skip = from;

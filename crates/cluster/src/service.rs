@@ -107,6 +107,22 @@ pub async fn wait_for_spec(
 }
 
 pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<RedisState>, String> {
+    let nodes = state_nodes_for(c, spec)?;
+    RedisState::connect_sharded(
+        &nodes,
+        &spec.crawl,
+        spec.settings.max_queued,
+        spec.settings.concurrency_per_host,
+        c.claim_ttl_s.max(1) * 1000,
+    )
+    .await
+    .map(Arc::new)
+    .map_err(|e| e.to_string())
+}
+
+/// The Redis servers of the crawl's per-host state, when this process names as many as
+/// the crawl was submitted with.
+pub fn state_nodes_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Vec<String>, String> {
     let nodes = c.state_nodes();
     if nodes.len() != spec.state_shards.max(1) as usize {
         // Another count of servers would look for each host on another shard: hosts
@@ -121,16 +137,7 @@ pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<Redi
             nodes.len()
         ));
     }
-    RedisState::connect_sharded(
-        &nodes,
-        &spec.crawl,
-        spec.settings.max_queued,
-        spec.settings.concurrency_per_host,
-        c.claim_ttl_s.max(1) * 1000,
-    )
-    .await
-    .map(Arc::new)
-    .map_err(|e| e.to_string())
+    Ok(nodes)
 }
 
 /// What a service's stage may ask of the cluster beyond its [`StageContext`].
@@ -406,6 +413,12 @@ where
             if let Some((new, json)) = replaced {
                 spec = new;
                 spec_json = json;
+                // Another count of servers is no blip to wait out: running on the old
+                // state under the new spec would look for hosts on the wrong shards.
+                if let Err(e) = state_nodes_for(c, &spec) {
+                    http.abort();
+                    return Err(e);
+                }
                 match state_for(c, &spec).await {
                     Ok(s) => state = s,
                     Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),

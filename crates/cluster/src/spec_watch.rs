@@ -123,27 +123,9 @@ async fn poll_once(
 /// The spec digest each live replica of `crawl` marks, by `stage:replica`.
 async fn marks(conn: &mut ConnectionManager, crawl: &str) -> Result<Vec<(String, String)>, String> {
     let prefix = marks_prefix(crawl);
-    let mut cursor: u64 = 0;
-    let mut keys: Vec<String> = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{prefix}*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(conn)
-            .within()
-            .await
-            .map_err(|e| e.to_string())?;
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    keys.sort();
-    keys.dedup();
+    let keys = crate::redis_conn::keys_matching(conn, &format!("{prefix}*"))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for k in keys {
         let v: Option<String> = redis::cmd("GET")

@@ -5,8 +5,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use trawl_cluster::redis_state::RedisState;
+use trawl_core::FetchJob;
 use trawl_core::state::{Admitted, Enqueued, RobotsAccess, RobotsEntry, State};
-use trawl_core::{FetchJob, MESSAGE_VERSION, UrlKind};
+
+mod common;
+use common::job;
 
 const URL: &str = "redis://127.0.0.1:6379";
 
@@ -21,22 +24,6 @@ async fn state(max_queued: usize, per_host: u32, ttl_ms: u64) -> Option<RedisSta
             eprintln!("SKIPPED: no redis-server at {URL}: {e}");
             None
         }
-    }
-}
-
-fn job(host: &str, path: &str, priority: i64) -> FetchJob {
-    FetchJob {
-        v: MESSAGE_VERSION,
-        crawl: "t".into(),
-        url: format!("http://{host}{path}"),
-        host: host.into(),
-        depth: 0,
-        kind: UrlKind::Page,
-        priority,
-        retries: 0,
-        lastmod: None,
-        robots_wait_since_ms: None,
-        claim: None,
     }
 }
 
