@@ -207,12 +207,8 @@ impl RedisState {
     /// The seen-set's set and member for `key`, on the shard of the key's host.
     fn seen_slot(&self, key: &str) -> (&Shard, String, i64) {
         let shard = &self.shards[shard_of_key(key, self.shards.len())];
-        let d = seen_digest(key);
-        (
-            shard,
-            format!("{}seen:{:04x}", shard.prefix, d >> 48),
-            (d & 0xffff_ffff_ffff) as i64,
-        )
+        let (bucket, value) = seen_member(shard, key);
+        (shard, bucket, value)
     }
 
     /// The shard an admission item goes to: its job's host's, so the job's queue stays
@@ -384,6 +380,15 @@ impl RedisState {
     }
 }
 
+/// The set (on `shard`) and member of `key` in the seen-set.
+fn seen_member(shard: &Shard, key: &str) -> (String, i64) {
+    let d = seen_digest(key);
+    (
+        format!("{}seen:{:04x}", shard.prefix, d >> 48),
+        (d & 0xffff_ffff_ffff) as i64,
+    )
+}
+
 /// 64 bits of the seen-set digest every backend uses: the top half, where FNV-1a's
 /// multiplication has mixed every input byte.
 pub fn seen_digest(key: &str) -> u64 {
@@ -411,8 +416,10 @@ impl State for RedisState {
             keys,
             |key| shard_of_key(key, n),
             |s, part| async move {
-                self.pipelined(&self.shards[s], &part, "seen", |pipe, key| {
-                    let (_, bucket, value) = self.seen_slot(key);
+                // The shard is known: the key's URL is not parsed again.
+                let shard = &self.shards[s];
+                self.pipelined(shard, &part, "seen", |pipe, key| {
+                    let (bucket, value) = seen_member(shard, key);
                     pipe.cmd("SISMEMBER").arg(bucket).arg(value);
                 })
                 .await
