@@ -24,6 +24,10 @@ use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
 use trawl_core::{CoreError, CoreResult};
 
+/// How long past a pull request's own expiry (none for a no-wait fetch) its answer is
+/// awaited: async-nats gives a batch the same grace.
+const PULL_GRACE: Duration = Duration::from_secs(5);
+
 /// One hop's queue: where it lives and how patient it is.
 #[derive(Debug, Clone)]
 pub struct QueueConfig {
@@ -440,10 +444,23 @@ where
                     }
                 };
                 let mut stream = res.map_err(|e| backend("pull", e))?;
-                while let Some(m) = stream.next().await {
-                    match m {
-                        Ok(m) => out.push(m),
-                        Err(e) => tracing::debug!("pull: {e}"),
+                // A request the server took and then died with is never answered, and the
+                // client sets no deadline for a no-wait fetch: without one of our own the
+                // stage's loop would wait forever on a server that came back.
+                let deadline =
+                    tokio::time::Instant::now() + expires.unwrap_or(Duration::ZERO) + PULL_GRACE;
+                loop {
+                    match tokio::time::timeout_at(deadline, stream.next()).await {
+                        Ok(Some(Ok(m))) => out.push(m),
+                        Ok(Some(Err(e))) => tracing::debug!("pull: {e}"),
+                        Ok(None) => break,
+                        Err(_) => {
+                            tracing::warn!(
+                                "{}: a pull request went unanswered (server restarted?); asking again",
+                                self.cfg.stream
+                            );
+                            break;
+                        }
                     }
                 }
                 Ok::<_, CoreError>(out)
