@@ -28,6 +28,7 @@ py=.venv/bin/python3
 # resolution, and so the (long) release build of LanceDB, the same.
 cargo build --release --locked --workspace --bins --examples
 bench_bin=target/release/examples/index_bench
+embed_bin=target/release/examples/embed_bench
 
 # The chunks: the Rust book and reference as trawl chunks them (a text-only crawl).
 if [ ! -s "$out/chunks-all.jsonl" ]; then
@@ -56,7 +57,7 @@ for threads in 1 2; do
   pin=(); [ "$threads" = 1 ] && pin=(taskset -c 0)
   for i in $(seq 1 "$runs"); do
     for engine in native int8 candle; do
-      RAYON_NUM_THREADS=$threads "${pin[@]}" "$bench_bin" embed "$out/chunks.jsonl" 32 "$engine" \
+      RAYON_NUM_THREADS=$threads "${pin[@]}" "$embed_bin" embed "$out/chunks.jsonl" 32 "$engine" \
         | sed "s/^{/{\"threads\": $threads, /" >> "$out/embed.jsonl"
     done
     BENCH_THREADS=$threads OMP_NUM_THREADS=$threads "${pin[@]}" "$st_py" bench/index/st_embed.py "$out/chunks.jsonl" 32 2>/dev/null \
@@ -64,7 +65,7 @@ for threads in 1 2; do
     tail -4 "$out/embed.jsonl" >&2
   done
 done
-"$bench_bin" agree "$out/chunks.jsonl" > "$out/agree.json"
+"$embed_bin" agree "$out/chunks.jsonl" > "$out/agree.json"
 cat "$out/agree.json" >&2
 "$bench_bin" insert "$out/chunks.jsonl" "$out/insert-db" > "$out/insert.json"
 cat "$out/insert.json" >&2

@@ -1,7 +1,6 @@
-//! The index benchmark's Rust side (`bench/index/run.sh` drives it):
+//! The index benchmark's Rust side (`bench/index/run.sh` drives it; the embedding
+//! throughput is trawl-embed's `embed_bench`):
 //!
-//! - `embed CHUNKS.jsonl [BATCH]`: embeds every chunk's `text` with candle, batches of
-//!   BATCH (32), and prints chunks/s and chunks per CPU-second of the embedding itself.
 //! - `insert CHUNKS.jsonl DIR [ROWS]`: writes ROWS (100,000) rows, the chunks with their
 //!   vectors over and over, into a fresh LanceDB table in batches of 1,000; prints rows/s.
 //! - `search CHUNKS.jsonl DIR ROWS QUERIES`: grows a table to ROWS chunks (the real vectors,
@@ -21,15 +20,6 @@ use trawl_index::store::{ChunkRow, Store};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn cpu_seconds() -> f64 {
-    // utime + stime of this process, in clock ticks (100 per second on Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 fn read_chunks(path: &str) -> Vec<String> {
     let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     std::io::BufReader::new(f)
@@ -44,17 +34,6 @@ fn read_chunks(path: &str) -> Vec<String> {
 fn embedder() -> trawl_index::Embedder {
     let dir = trawl_index::model::resolve_dir(None);
     trawl_index::Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn embedder_for(engine: &str) -> trawl_index::Embedder {
-    let engine = match engine {
-        "native" => trawl_index::Engine::Native,
-        "int8" => trawl_index::Engine::Int8,
-        "candle" => trawl_index::Engine::Candle,
-        other => panic!("engine {other:?}: native or candle"),
-    };
-    let dir = trawl_index::model::resolve_dir(None);
-    trawl_index::Embedder::load_engine(&dir, engine).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize) -> Vec<ChunkRow> {
@@ -104,49 +83,6 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cmd = args.first().map(String::as_str).unwrap_or("");
     match cmd {
-        "embed" => {
-            let texts = read_chunks(&args[1]);
-            let batch: usize = args.get(2).map_or(32, |b| b.parse().expect("batch"));
-            let engine = args.get(3).map_or("native", String::as_str);
-            let e = embedder_for(engine);
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            // One small batch first: page the weights in, size the thread pool.
-            e.embed(&refs[..batch.min(refs.len())], batch)
-                .expect("warm-up");
-            let (t, c) = (Instant::now(), cpu_seconds());
-            let v = e.embed(&refs, batch).expect("embed");
-            let (wall, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
-            assert_eq!(v.len(), texts.len());
-            println!(
-                "{}",
-                serde_json::json!({
-                    "impl": format!("trawl ({engine})"), "chunks": texts.len(), "batch": batch,
-                    "wall_s": wall, "cpu_s": cpu,
-                    "chunks_per_s": texts.len() as f64 / wall,
-                    "chunks_per_cpu_s": texts.len() as f64 / cpu,
-                })
-            );
-        }
-        "agree" => {
-            // int8 against f32 on the same chunks: cosine of each pair of vectors.
-            let texts = read_chunks(&args[1]);
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let f = embedder_for("native").embed(&refs, 32).expect("embed f32");
-            let q = embedder_for("int8").embed(&refs, 32).expect("embed int8");
-            let mut cos: Vec<f64> = f
-                .iter()
-                .zip(&q)
-                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x * y) as f64).sum())
-                .collect();
-            cos.sort_by(f64::total_cmp);
-            println!(
-                "{}",
-                serde_json::json!({
-                    "chunks": cos.len(), "cosine_min": cos[0],
-                    "cosine_p1": percentile(&cos, 0.01), "cosine_median": percentile(&cos, 0.5),
-                })
-            );
-        }
         "insert" => {
             let texts = read_chunks(&args[1]);
             let e = embedder();
@@ -270,9 +206,7 @@ async fn main() {
             );
         }
         _ => {
-            eprintln!(
-                "usage: index_bench embed CHUNKS [BATCH] [native|candle] | insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES"
-            );
+            eprintln!("usage: index_bench insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES");
             std::process::exit(2);
         }
     }

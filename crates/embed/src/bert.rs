@@ -13,7 +13,7 @@ use candle_core::{DType, Device, Tensor};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use crate::IndexError;
+use crate::EmbedError;
 use crate::kernels::{bias_gelu, layer_norm_rows, softmax_rows};
 use crate::quant::QuantDense;
 
@@ -101,8 +101,8 @@ pub struct Bert {
     layers: Vec<Layer>,
 }
 
-fn model_err(e: impl std::fmt::Display) -> IndexError {
-    IndexError::Model(e.to_string())
+fn model_err(e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Model(e.to_string())
 }
 
 struct Weights {
@@ -111,7 +111,7 @@ struct Weights {
 }
 
 impl Weights {
-    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, IndexError> {
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
         let key = format!("{}{name}", self.prefix);
         let t = self
             .tensors
@@ -129,14 +129,14 @@ impl Weights {
             .map_err(model_err)
     }
 
-    fn dense(&self, name: &str, out: usize, inputs: usize) -> Result<Dense, IndexError> {
+    fn dense(&self, name: &str, out: usize, inputs: usize) -> Result<Dense, EmbedError> {
         Ok(Dense::new(
             self.get(&format!("{name}.weight"), &[out, inputs])?,
             self.get(&format!("{name}.bias"), &[out])?,
         ))
     }
 
-    fn norm(&self, name: &str, width: usize) -> Result<Norm, IndexError> {
+    fn norm(&self, name: &str, width: usize) -> Result<Norm, EmbedError> {
         Ok(Norm {
             gamma: self.get(&format!("{name}.weight"), &[width])?,
             beta: self.get(&format!("{name}.bias"), &[width])?,
@@ -148,7 +148,7 @@ impl Bert {
     /// Loads `model.safetensors` (tensor names as Hugging Face's `BertModel` saves them,
     /// with or without a `bert.` prefix); with `int8` the dense layers are quantized
     /// ([`crate::quant`]), the embeddings, norms and attention stay f32.
-    pub fn load(weights: &Path, cfg: BertConfig, int8: bool) -> Result<Self, IndexError> {
+    pub fn load(weights: &Path, cfg: BertConfig, int8: bool) -> Result<Self, EmbedError> {
         // The activation is read from config.json so that a model with another one is
         // refused there instead of computed wrongly; GELU is the only one implemented.
         match cfg.hidden_act {
@@ -211,7 +211,7 @@ impl Bert {
 
     /// Mean-pooled, L2-normalized embeddings of token sequences (each `[CLS] ... [SEP]`).
     /// `threads` > 1 splits the matrix products and the attention over rayon's pool.
-    pub fn embed(&self, seqs: &[&[u32]], threads: usize) -> Result<Vec<Vec<f32>>, IndexError> {
+    pub fn embed(&self, seqs: &[&[u32]], threads: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
         let h = self.cfg.hidden_size;
         let mut spans = Vec::with_capacity(seqs.len());
         let mut total = 0;

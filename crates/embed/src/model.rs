@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::IndexError;
+use crate::EmbedError;
 
 /// The files a sentence-transformers BERT model directory must hold.
 pub const REQUIRED: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -31,7 +31,7 @@ pub fn default_dir() -> PathBuf {
 
 /// Checks that `dir` holds a model; the error says which file is missing and how to fetch
 /// the default model.
-pub fn check_dir(dir: &Path) -> Result<(), IndexError> {
+pub fn check_dir(dir: &Path) -> Result<(), EmbedError> {
     let missing: Vec<&str> = REQUIRED
         .iter()
         .copied()
@@ -40,7 +40,7 @@ pub fn check_dir(dir: &Path) -> Result<(), IndexError> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(IndexError::ModelMissing {
+    Err(EmbedError::ModelMissing {
         dir: dir.to_path_buf(),
         missing: missing.join(", "),
     })

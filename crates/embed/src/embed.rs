@@ -11,7 +11,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::bert::{Bert, BertConfig};
-use crate::{IndexError, model};
+use crate::{EmbedError, model};
 
 /// The window sentence-transformers uses for this model (`max_seq_length`); the packaged
 /// `tokenizer.json` says 128, which would cut long chunks short.
@@ -30,8 +30,15 @@ pub enum Engine {
 }
 
 enum Forward {
-    Native { bert: Bert, int8: bool },
-    Candle { model: BertModel, device: Device },
+    Native {
+        bert: Bert,
+        int8: bool,
+    },
+    Candle {
+        model: BertModel,
+        device: Device,
+        dtype: DType,
+    },
 }
 
 pub struct Embedder {
@@ -40,36 +47,42 @@ pub struct Embedder {
     dim: usize,
 }
 
-fn ml(e: candle_core::Error) -> IndexError {
-    IndexError::Model(e.to_string())
+fn ml(e: candle_core::Error) -> EmbedError {
+    EmbedError::Model(e.to_string())
 }
 
 impl Embedder {
     /// Loads the model from `dir`: onto the first CUDA device when built with the `cuda`
-    /// feature and one is present (candle's forward pass), else for the CPU (trawl's own,
-    /// which is the faster one there: int8 where the CPU has AVX-512 VNNI, f32 elsewhere;
+    /// feature and one is present (candle's forward pass, float32 unless
+    /// `TRAWL_EMBED_PRECISION=f16` or `bf16`), else for the CPU (trawl's own, which is the
+    /// faster one there: int8 where the CPU has AVX-512 VNNI, f32 elsewhere;
     /// `TRAWL_EMBED_PRECISION=f32` or `int8` overrides the choice).
-    pub fn load(dir: &Path) -> Result<Self, IndexError> {
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         match pick_device()? {
             Device::Cpu => Self::load_engine(dir, cpu_engine()?),
-            device => Self::load_on(dir, Engine::Candle, device),
+            device => Self::load_on(dir, Engine::Candle, device, gpu_dtype()?),
         }
     }
 
     /// Loads the model for `engine` on the CPU (tests compare the two).
-    pub fn load_engine(dir: &Path, engine: Engine) -> Result<Self, IndexError> {
-        Self::load_on(dir, engine, Device::Cpu)
+    pub fn load_engine(dir: &Path, engine: Engine) -> Result<Self, EmbedError> {
+        Self::load_on(dir, engine, Device::Cpu, DType::F32)
     }
 
-    fn load_on(dir: &Path, engine: Engine, device: Device) -> Result<Self, IndexError> {
+    fn load_on(
+        dir: &Path,
+        engine: Engine,
+        device: Device,
+        dtype: DType,
+    ) -> Result<Self, EmbedError> {
         model::check_dir(dir)?;
         let read = |f: &str| {
             std::fs::read_to_string(dir.join(f))
-                .map_err(|e| IndexError::Model(format!("{}: {e}", dir.join(f).display())))
+                .map_err(|e| EmbedError::Model(format!("{}: {e}", dir.join(f).display())))
         };
         let config = read("config.json")?;
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
-            .map_err(|e| IndexError::Tokenizer(format!("tokenizer.json: {e}")))?;
+            .map_err(|e| EmbedError::Tokenizer(format!("tokenizer.json: {e}")))?;
         // The native pass packs sequences as they are; candle's takes a padded matrix.
         tokenizer.with_padding((engine == Engine::Candle).then(|| PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
@@ -80,12 +93,12 @@ impl Embedder {
                 max_length: MAX_SEQ_LEN,
                 ..Default::default()
             }))
-            .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let weights = dir.join("model.safetensors");
         let (forward, dim) = match engine {
             Engine::Native | Engine::Int8 => {
                 let cfg: BertConfig = serde_json::from_str(&config)
-                    .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+                    .map_err(|e| EmbedError::Model(format!("config.json: {e}")))?;
                 let int8 = engine == Engine::Int8;
                 let bert = Bert::load(&weights, cfg, int8)?;
                 let dim = bert.hidden_size();
@@ -93,15 +106,21 @@ impl Embedder {
             }
             Engine::Candle => {
                 let cfg: Config = serde_json::from_str(&config)
-                    .map_err(|e| IndexError::Model(format!("config.json: {e}")))?;
+                    .map_err(|e| EmbedError::Model(format!("config.json: {e}")))?;
                 // Safety: the weights file is memory-mapped read-only; trawl never writes
                 // it, and the model's documentation asks the operator not to change it
                 // while it is in use.
-                let vb =
-                    unsafe { VarBuilder::from_mmaped_safetensors(&[weights], DType::F32, &device) }
-                        .map_err(ml)?;
+                let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[weights], dtype, &device) }
+                    .map_err(ml)?;
                 let model = BertModel::load(vb, &cfg).map_err(ml)?;
-                (Forward::Candle { model, device }, cfg.hidden_size)
+                (
+                    Forward::Candle {
+                        model,
+                        device,
+                        dtype,
+                    },
+                    cfg.hidden_size,
+                )
             }
         };
         Ok(Self {
@@ -124,17 +143,19 @@ impl Embedder {
         match &self.forward {
             Forward::Native { int8: false, .. } => "cpu",
             Forward::Native { int8: true, .. } => "cpu int8",
-            Forward::Candle { device, .. } => match device {
-                Device::Cpu => "cpu (candle)",
-                Device::Cuda(_) => "cuda",
-                Device::Metal(_) => "metal",
+            Forward::Candle { device, dtype, .. } => match (device, dtype) {
+                (Device::Cpu, _) => "cpu (candle)",
+                (Device::Cuda(_), DType::F16) => "cuda f16",
+                (Device::Cuda(_), DType::BF16) => "cuda bf16",
+                (Device::Cuda(_), _) => "cuda",
+                (Device::Metal(_), _) => "metal",
             },
         }
     }
 
     /// Embeds `texts` in batches of `batch`, longest first (so a batch pads little), and
     /// returns the vectors in the order of `texts`.
-    pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>, IndexError> {
+    pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
         let batch = batch.max(1);
         let mut order: Vec<usize> = (0..texts.len()).collect();
         // Bytes stand in for length: tokenizing twice to sort would cost more than it saves.
@@ -149,17 +170,17 @@ impl Embedder {
         Ok(out)
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| IndexError::Tokenizer(e.to_string()))?;
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         match &self.forward {
             Forward::Native { bert, .. } => {
                 let seqs: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
                 bert.embed(&seqs, rayon::current_num_threads())
             }
-            Forward::Candle { model, device } => candle_batch(model, device, &encodings),
+            Forward::Candle { model, device, .. } => candle_batch(model, device, &encodings),
         }
     }
 }
@@ -168,7 +189,7 @@ fn candle_batch(
     model: &BertModel,
     device: &Device,
     encodings: &[tokenizers::Encoding],
-) -> Result<Vec<Vec<f32>>, IndexError> {
+) -> Result<Vec<Vec<f32>>, EmbedError> {
     let rows = encodings.len();
     let cols = encodings.first().map_or(0, |e| e.len());
     let mut ids = Vec::with_capacity(rows * cols);
@@ -180,7 +201,12 @@ fn candle_batch(
     let ids = Tensor::from_vec(ids, (rows, cols), device).map_err(ml)?;
     let mask = Tensor::from_vec(mask, (rows, cols), device).map_err(ml)?;
     let types = ids.zeros_like().map_err(ml)?;
-    let hidden = model.forward(&ids, &types, Some(&mask)).map_err(ml)?;
+    // Pooling and the norm in f32 whatever the model ran in: f16 sums of 256 tokens lose
+    // digits the vectors keep.
+    let hidden = model
+        .forward(&ids, &types, Some(&mask))
+        .and_then(|h| h.to_dtype(DType::F32))
+        .map_err(ml)?;
     // Mean over the real tokens only: padding must not pull the average.
     let m = mask
         .to_dtype(DType::F32)
@@ -212,11 +238,11 @@ pub fn int8_is_native() -> bool {
 }
 
 /// The CPU engine: `TRAWL_EMBED_PRECISION` when set, else int8 where it is fast.
-fn cpu_engine() -> Result<Engine, IndexError> {
+fn cpu_engine() -> Result<Engine, EmbedError> {
     match std::env::var("TRAWL_EMBED_PRECISION").as_deref() {
         Ok("f32") => Ok(Engine::Native),
         Ok("int8") => Ok(Engine::Int8),
-        Ok(other) => Err(IndexError::Config(format!(
+        Ok(other) => Err(EmbedError::Config(format!(
             "TRAWL_EMBED_PRECISION={other:?}: f32 or int8"
         ))),
         Err(_) if crate::quant::fast() => Ok(Engine::Int8),
@@ -224,8 +250,21 @@ fn cpu_engine() -> Result<Engine, IndexError> {
     }
 }
 
+/// The CUDA pass's precision: `TRAWL_EMBED_PRECISION` (f32, f16 or bf16), f32 by default
+/// (what sentence-transformers computes, and so what the index's vectors are compared to).
+fn gpu_dtype() -> Result<DType, EmbedError> {
+    match std::env::var("TRAWL_EMBED_PRECISION").as_deref() {
+        Err(_) | Ok("f32") => Ok(DType::F32),
+        Ok("f16") => Ok(DType::F16),
+        Ok("bf16") => Ok(DType::BF16),
+        Ok(other) => Err(EmbedError::Config(format!(
+            "TRAWL_EMBED_PRECISION={other:?} on a CUDA device: f32, f16 or bf16"
+        ))),
+    }
+}
+
 #[cfg(feature = "cuda")]
-fn pick_device() -> Result<Device, IndexError> {
+fn pick_device() -> Result<Device, EmbedError> {
     match Device::cuda_if_available(0) {
         Ok(d) => Ok(d),
         Err(e) => {
@@ -236,6 +275,6 @@ fn pick_device() -> Result<Device, IndexError> {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn pick_device() -> Result<Device, IndexError> {
+fn pick_device() -> Result<Device, EmbedError> {
     Ok(Device::Cpu)
 }
