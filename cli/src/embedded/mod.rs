@@ -13,31 +13,34 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::task::JoinHandle;
 use trawl_core::counters::{Counter, Counters};
-use trawl_core::history::{MemoryUnlinked, Unlinked};
-use trawl_core::pipeline::{Hops, ShutdownTrigger, Workers, shutdown};
-use trawl_core::queue::{MemoryQueue, Queue};
-use trawl_core::spec::CrawlSpec;
+use trawl_core::pipeline::{ShutdownTrigger, Workers, shutdown};
+use trawl_core::queue::Queue;
 use trawl_core::spill::Spill;
 use trawl_core::state::{MemoryState, State, WorkTracker};
-use trawl_core::{Doc, FetchJob, Fetched, RefineJob};
-use trawl_fetcher::warcout::{WarcConfig, WarcWriterTask};
+use trawl_fetcher::warcout::WarcWriterTask;
 use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_frontier::{Frontier, FrontierConfig};
-use trawl_index::{IndexOptions, IndexStats};
-use trawl_indexer::changes::{Recrawl, Schedule};
+use trawl_index::IndexStats;
 use trawl_indexer::follow::IndexProgress;
-use trawl_indexer::{IndexerError, JsonlSink, RecrawlOutputs, WriterOutputs};
+use trawl_indexer::{IndexerError, JsonlSink, WriterOutputs};
 use trawl_store::dir::SPILL_FILE;
-use trawl_store::durable::{DurableState, JournaledQueue};
-use trawl_store::history::StoreHistory;
-use trawl_store::journal::{Journal, JournalTask};
-use trawl_store::resume::Resume;
+use trawl_store::durable::DurableState;
+use trawl_store::journal::JournalTask;
 
-use crate::crawl_dir::{self, Start};
-use crate::index_task::{IndexJoin, IndexTask, Preview, start_index};
+use crate::index_task::{IndexJoin, Preview};
 use crate::options::{CrawlControl, CrawlOptions, LiveCounts};
 use crate::progress::Progress;
 use crate::report::CrawlReport;
+
+mod hops;
+mod plan;
+mod recrawl;
+mod stages;
+
+use hops::MemoryHops;
+use plan::{Outputs, Plan};
+use recrawl::{Recheck, recrawl_parts};
+use stages::{restore, start_refiner, start_renderer};
 
 /// Where a crawl's outputs went.
 #[derive(Debug, Clone)]
@@ -105,256 +108,6 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
     Ok((report, outputs))
 }
 
-/// What a crawl will do, worked out (and checked) before anything is written.
-struct Plan {
-    spec: CrawlSpec,
-    seeds: Vec<String>,
-    start: Start,
-    pages: PathBuf,
-    report: PathBuf,
-    warc_dir: PathBuf,
-    index: Option<IndexOptions>,
-    /// A re-crawl's earlier crawl: where it is and what it knew.
-    since: Option<(PathBuf, Arc<StoreHistory>)>,
-}
-
-impl Plan {
-    fn new(
-        opts: &CrawlOptions,
-        started_at: &chrono::DateTime<chrono::Utc>,
-    ) -> anyhow::Result<Self> {
-        opts.crawl.validate()?;
-        if opts.concurrency == 0 {
-            anyhow::bail!("--concurrency must be at least 1");
-        }
-        let (seeds, start) = opts.targets.resolve(&opts.crawl.normalizer())?;
-        let mut spec = CrawlSpec {
-            crawl: format!("crawl-{}", started_at.format("%Y%m%dT%H%M%S%.3fZ")),
-            start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
-            settings: opts.crawl.clone(),
-            index: opts.index.settings.index.clone(),
-            since: None,
-            due_only: false,
-            state_shards: 1,
-        };
-        let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
-        let since = match (&opts.since, &start_kind) {
-            (Some(d), _) => Some(d.clone()),
-            (None, Start::Resume(s)) => s.since.clone(),
-            _ => None,
-        };
-        let since = match since {
-            Some(d) => {
-                let h = StoreHistory::open(&d).with_context(|| {
-                    format!("--since {}: the crawl to compare with", d.display())
-                })?;
-                Some((d, Arc::new(h)))
-            }
-            None => None,
-        };
-        let index = (!opts.index.no_index).then(|| match (&since, &opts.index.index_uri) {
-            // A re-crawl updates the earlier crawl's index: only changed pages are written.
-            (Some((_, h)), None) => opts.index.settings.options(&h.index),
-            _ => opts.index.options(&opts.out),
-        });
-        if let Some(o) = index.as_ref().filter(|o| o.embed) {
-            // A mistyped model directory stops the crawl before any output is touched.
-            trawl_index::model::check_dir(&trawl_index::model::resolve_dir(
-                o.model_dir.as_deref(),
-            ))?;
-        }
-        if let Start::Resume(s) = &start_kind {
-            // The crawl keeps its id; the settings are this command's.
-            spec.crawl = s.crawl.clone();
-        }
-        Ok(Plan {
-            spec,
-            seeds,
-            start: start_kind,
-            pages: opts.out.join("pages.jsonl"),
-            report: opts.out.join("report.json"),
-            warc_dir: opts.out.join("warc"),
-            index,
-            since,
-        })
-    }
-}
-
-/// Where the crawl writes: the crawl store, the index task, the WARC writer and
-/// `pages.jsonl`.
-struct Outputs {
-    journal_task: JournalTask,
-    journal: Journal,
-    /// What the store held, for a resumed crawl.
-    resume: Option<Resume>,
-    index: Option<IndexTask>,
-    warc: Option<WarcWriterTask>,
-    sink: Arc<Mutex<JsonlSink>>,
-    /// A re-crawl's `changes.jsonl`.
-    changes: Option<JsonlSink>,
-}
-
-impl Outputs {
-    /// Everything was checked by [`Plan::new`]; this is where the directory is written. A
-    /// resumed crawl's files are first cut back to what the store committed, and the pages
-    /// written but not yet indexed at the stop go to the index again.
-    async fn open(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Outputs> {
-        let out = &opts.out;
-        if plan.start == Start::Overwrite {
-            trawl_store::dir::remove_outputs(out)
-                .with_context(|| format!("removing the earlier crawl in {}", out.display()))?;
-        }
-        std::fs::create_dir_all(out)
-            .with_context(|| format!("creating output directory {}", out.display()))?;
-        let started_at = chrono::Utc::now().to_rfc3339();
-        let changes_path = out.join("changes.jsonl");
-        let (conn, resume) = match &plan.start {
-            Start::Resume(_) => {
-                let (conn, r) = trawl_store::resume::open(out, &plan.spec)?;
-                crawl_dir::cut_back(&plan.pages, r.pages_offset)?;
-                crawl_dir::cut_back(&changes_path, r.changes_offset)?;
-                crawl_dir::repair_warc(&plan.warc_dir)?;
-                (conn, Some(r))
-            }
-            Start::Fresh | Start::Overwrite => (
-                trawl_store::resume::create(out, &plan.spec, &started_at)?,
-                None,
-            ),
-        };
-        use trawl_store::schema::{self, keys};
-        if let Some(o) = &plan.index {
-            schema::set(&conn, keys::INDEX_URI, &o.uri)?;
-        }
-        let changes = match &plan.since {
-            Some((d, _)) => {
-                schema::set(&conn, keys::SINCE, &d.to_string_lossy())?;
-                Some(JsonlSink::append(&changes_path)?)
-            }
-            None => None,
-        };
-        let journal_task = JournalTask::start(conn)?;
-        let journal = journal_task.journal();
-        let warc =
-            WarcConfig::for_crawl(&plan.spec.settings, plan.warc_dir.clone(), "trawl".into())
-                .map(WarcWriterTask::start)
-                .transpose()?;
-        let sink = Arc::new(Mutex::new(JsonlSink::append(&plan.pages)?));
-        let index = match &plan.index {
-            Some(o) => Some(
-                start_index(
-                    o,
-                    &plan.pages,
-                    plan.since.is_some(),
-                    resume.as_ref(),
-                    &journal,
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        Ok(Outputs {
-            journal_task,
-            journal,
-            resume,
-            index,
-            warc,
-            sink,
-            changes,
-        })
-    }
-}
-
-/// The in-memory hops, kept concrete for their lengths and for closing them. The
-/// discovered hop is journaled: its batches survive a kill until the frontier has them.
-struct MemoryHops {
-    discovered: Arc<JournaledQueue>,
-    fetch: Arc<MemoryQueue<FetchJob>>,
-    fetched: Arc<MemoryQueue<Fetched>>,
-    docs: Arc<MemoryQueue<Doc>>,
-    render: Arc<MemoryQueue<Fetched>>,
-    refine: Arc<MemoryQueue<RefineJob>>,
-}
-
-/// The bodies waiting for extraction, at most: pages are cut at the 8 MiB extraction reads
-/// (sitemaps at 50 MiB), so 256 messages could otherwise hold gigabytes.
-const FETCHED_BYTES: usize = 256 << 20;
-/// The text and Markdown of records waiting for the writer, at most.
-const DOCS_BYTES: usize = 128 << 20;
-
-impl MemoryHops {
-    fn new(concurrency: usize, tracker: &WorkTracker, journal: &Journal, first_id: u64) -> Self {
-        MemoryHops {
-            discovered: Arc::new(JournaledQueue::new(
-                MemoryQueue::new(4096, tracker.clone()),
-                journal.clone(),
-                first_id,
-            )),
-            fetch: Arc::new(MemoryQueue::new(concurrency * 2, tracker.clone())),
-            fetched: Arc::new(MemoryQueue::with_byte_budget(
-                256,
-                FETCHED_BYTES,
-                |f: &Fetched| f.body.len(),
-                tracker.clone(),
-            )),
-            // Pages for the browser wait here, a few at a time: the extractors slow down
-            // to the renderer's pace rather than hold many bodies.
-            render: Arc::new(MemoryQueue::with_byte_budget(
-                32,
-                FETCHED_BYTES / 4,
-                |f: &Fetched| f.body.len(),
-                tracker.clone(),
-            )),
-            docs: Arc::new(MemoryQueue::with_byte_budget(
-                1024,
-                DOCS_BYTES,
-                |d: &Doc| {
-                    d.page.text.len()
-                        + d.page.markdown.as_ref().map_or(0, String::len)
-                        + d.page.raw_html.as_ref().map_or(0, String::len)
-                },
-                tracker.clone(),
-            )),
-            // Pages for the refiner (`--refine`): a model is slower than the crawl, which
-            // waits for it rather than hold the markup of many pages.
-            refine: Arc::new(MemoryQueue::with_byte_budget(
-                64,
-                FETCHED_BYTES / 4,
-                |j: &RefineJob| j.html.len(),
-                tracker.clone(),
-            )),
-        }
-    }
-
-    fn hops(&self) -> Hops {
-        Hops {
-            discovered: self.discovered.clone(),
-            fetch: self.fetch.clone(),
-            fetched: self.fetched.clone(),
-            docs: self.docs.clone(),
-            render: self.render.clone(),
-            changed: Arc::new(trawl_core::queue::Unconnected("changed")),
-            refine: self.refine.clone(),
-        }
-    }
-
-    /// Pages fetched and not yet written.
-    async fn pages_in_output(&self) -> usize {
-        self.fetched.len().await.unwrap_or(0)
-            + self.render.len().await.unwrap_or(0)
-            + self.docs.len().await.unwrap_or(0)
-            + self.refine.len().await.unwrap_or(0)
-    }
-
-    fn close(&self) {
-        self.discovered.close();
-        self.fetch.close();
-        self.fetched.close();
-        self.render.close();
-        self.docs.close();
-        self.refine.close();
-    }
-}
-
 /// The running crawl. Two stops: intake (frontier, dispatch, fetchers) stops first on an
 /// interrupt, so that what was already fetched is still extracted and written before the
 /// output stages (extractors, writer) stop.
@@ -383,94 +136,6 @@ struct Pipeline {
     recheck: Option<Recheck>,
     webhook: Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
     deliveries: Option<trawl_notifier::webhook::Deliveries>,
-}
-
-/// The earlier crawl's URLs this crawl did not reach are fetched once the crawl is done:
-/// still there (not linked any more), changed, or removed.
-struct Recheck {
-    history: Arc<StoreHistory>,
-    unlinked: Arc<dyn Unlinked>,
-}
-
-/// A re-crawl's writer outputs, its webhook notifier and its end-of-crawl check.
-type RecrawlParts = (
-    Option<Arc<RecrawlOutputs>>,
-    Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
-    Option<Recheck>,
-);
-
-fn recrawl_parts(
-    opts: &CrawlOptions,
-    plan: &Plan,
-    changes: Option<JsonlSink>,
-) -> anyhow::Result<RecrawlParts> {
-    let (Some((_, history)), Some(changes)) = (&plan.since, changes) else {
-        return Ok((None, None, None));
-    };
-    let s = &plan.spec.settings;
-    let (notify, webhook) = match &s.webhook_url {
-        Some(url) => {
-            let secret = trawl_notifier::webhook::secret_from_env();
-            if secret.is_none() {
-                tracing::warn!(
-                    "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
-                );
-            }
-            let cfg = trawl_notifier::webhook::WebhookConfig {
-                url: url.clone(),
-                secret: secret
-                    .as_deref()
-                    .map(trawl_notifier::webhook::WebhookConfig::secret_from),
-                tries: s.webhook_tries.max(1),
-                backoff: Duration::from_millis(s.webhook_backoff_ms),
-                wait_after: Duration::from_secs(s.webhook_wait_s),
-                undelivered: opts.out.join("changes-undelivered.jsonl"),
-                delivered: opts.out.join("changes-delivered.txt"),
-            };
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            if matches!(plan.start, Start::Resume(_)) {
-                // A kill loses the deliveries in flight: what the earlier runs neither
-                // delivered nor gave up on goes first (the same ids, so receivers dedupe).
-                let owed = trawl_notifier::webhook::pending(
-                    &opts.out.join("changes.jsonl"),
-                    &cfg.delivered,
-                    &cfg.undelivered,
-                );
-                if !owed.is_empty() {
-                    tracing::info!(
-                        events = owed.len(),
-                        "delivering the events the stopped run had not"
-                    );
-                }
-                for e in owed {
-                    let _ = tx.send(e);
-                }
-            }
-            (
-                Some(tx),
-                Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx))),
-            )
-        }
-        None => (None, None),
-    };
-    let unlinked: Arc<dyn Unlinked> = Arc::new(MemoryUnlinked::default());
-    let outputs = RecrawlOutputs {
-        compare: Recrawl {
-            history: history.clone(),
-            crawl: plan.spec.crawl.clone(),
-            since: history.crawl.clone(),
-            schedule: Schedule::from_settings(s),
-            unlinked: unlinked.clone(),
-        },
-        changes: Mutex::new(changes),
-        notify,
-        publish: None,
-    };
-    let recheck = Recheck {
-        history: history.clone(),
-        unlinked,
-    };
-    Ok((Some(Arc::new(outputs)), webhook, Some(recheck)))
 }
 
 impl Pipeline {
@@ -744,127 +409,6 @@ impl Pipeline {
         };
         (index, warc_files)
     }
-}
-
-/// The refiner's workers (`--refine`), writing `refined.jsonl` beside `pages.jsonl`; a page
-/// whose model backend keeps failing is written as skipped (`backend`), so the crawl ends.
-async fn start_refiner(
-    opts: &CrawlOptions,
-    output: &mut Workers,
-    hops: &Hops,
-    state: &Arc<dyn State>,
-    stop: &trawl_core::pipeline::Shutdown,
-) -> anyhow::Result<()> {
-    let settings = opts.refine.clone();
-    trawl_refiner::engine::check(&settings)?;
-    let s = settings.clone();
-    let engine = tokio::task::spawn_blocking(move || trawl_refiner::engine::build(&s))
-        .await
-        .context("loading the refiner's engine")??;
-    let sink = Arc::new(trawl_refiner::RefinedSink::open(
-        &opts.out.join("refined.jsonl"),
-    )?);
-    tracing::info!(engine = %engine.name(), "refining the crawl's pages into refined.jsonl");
-    let mut cfg = trawl_refiner::RefinerConfig::new(engine, &settings);
-    cfg.backend_tries = 5;
-    cfg.write_backend_failures = true;
-    let n = trawl_refiner::engine::concurrency(&settings);
-    trawl_refiner::spawn(output, n, &Arc::new(cfg), &hops.refine, &sink, state, stop);
-    Ok(())
-}
-
-/// The renderer, when the crawl's render mode wants one and a Chromium is found; without
-/// one, pages the rule picks keep their fetched version (`render.unavailable`).
-fn start_renderer(
-    opts: &CrawlOptions,
-    plan: &Plan,
-    state: &Arc<dyn State>,
-    warc: Option<&WarcWriterTask>,
-    cfg: &mut trawl_extractor::ExtractorConfig,
-) -> anyhow::Result<Option<Arc<trawl_renderer::Renderer>>> {
-    let Some(route) = cfg.render.as_mut() else {
-        return Ok(None);
-    };
-    let s = &plan.spec.settings;
-    let process = trawl_core::settings::ProcessSettings {
-        chromium: opts.chromium.clone(),
-        render_concurrency: opts.render_concurrency,
-        ..Default::default()
-    };
-    let Some(rc) = trawl_renderer::RendererConfig::from_settings(s, &process) else {
-        let hint = match &opts.chromium {
-            Some(p) => format!("{} is not a file", p.display()),
-            None => "install chromium-headless-shell or pass --chromium".into(),
-        };
-        tracing::warn!(
-            "no Chromium found ({hint}): pages that need JavaScript keep their fetched \
-             version, counted as render.unavailable"
-        );
-        route.available.set(false);
-        return Ok(None);
-    };
-    tracing::info!(browser = %rc.chromium.display(), mode = %s.render, "rendering pages that need JavaScript");
-    let fetcher = Fetcher::new(
-        FetcherConfig::from_settings(&plan.spec.crawl, s),
-        state.clone(),
-        plan.spec.scope(),
-        s.normalizer(),
-        warc.map(|w| w.handle()),
-    )?;
-    Ok(Some(Arc::new(trawl_renderer::Renderer::new(
-        rc,
-        fetcher,
-        s,
-        plan.spec.scope(),
-        warc.map(|w| w.handle()),
-    ))))
-}
-
-/// Puts a resumed crawl's state back: the seen-set, the counters, the queued URLs (fetched
-/// again) and the dedup gate's kept pages.
-async fn restore(
-    r: &Resume,
-    s: &trawl_core::settings::CrawlSettings,
-    memory: &MemoryState,
-    gate: Option<&crate::page_gate::EmbeddedGate>,
-    out: &std::path::Path,
-) -> anyhow::Result<()> {
-    memory.restore_seen(r.seen.iter().copied());
-    for (k, v) in &r.counters {
-        memory.incr(k, *v).await?;
-    }
-    // The budgets in force count at least what the store holds as admitted.
-    let mut floors = Vec::new();
-    if s.max_pages > 0 {
-        floors.push((Counter::FrontierAdmitted, r.admitted_pages));
-    }
-    if s.max_pages_per_host > 0 {
-        floors.extend(
-            r.admitted_by_host
-                .iter()
-                .map(|(h, n)| (Counter::HostPages(h.clone()), *n)),
-        );
-    }
-    for (c, floor) in floors {
-        let have = r.counters.get(c.key().as_ref()).copied().unwrap_or(0);
-        if (floor as i64) > have {
-            memory.count(&c, floor as i64 - have).await?;
-        }
-    }
-    for job in &r.queued {
-        memory.enqueue(job.clone()).await?;
-    }
-    if let Some(g) = gate {
-        g.restore(&r.kept, &out.join("pages.jsonl"))?;
-    }
-    tracing::info!(
-        seen = r.seen.len(),
-        queued = r.queued.len(),
-        pending_batches = r.pending.len(),
-        run = r.runs + 1,
-        "resuming the crawl"
-    );
-    Ok(())
 }
 
 fn keep_first(failure: &mut Option<anyhow::Error>, e: anyhow::Error) {

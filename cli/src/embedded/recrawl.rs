@@ -1,0 +1,103 @@
+//! A re-crawl's parts: the comparison with the earlier crawl, its webhook deliveries and
+//! the end-of-crawl check of the URLs this crawl did not reach.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use trawl_core::history::{MemoryUnlinked, Unlinked};
+use trawl_indexer::changes::{Recrawl, Schedule};
+use trawl_indexer::{JsonlSink, RecrawlOutputs};
+use trawl_store::history::StoreHistory;
+
+use super::plan::Plan;
+use crate::crawl_dir::Start;
+use crate::options::CrawlOptions;
+
+/// The earlier crawl's URLs this crawl did not reach are fetched once the crawl is done:
+/// still there (not linked any more), changed, or removed.
+pub(super) struct Recheck {
+    pub(super) history: Arc<StoreHistory>,
+    pub(super) unlinked: Arc<dyn Unlinked>,
+}
+
+/// A re-crawl's writer outputs, its webhook notifier and its end-of-crawl check.
+pub(super) type RecrawlParts = (
+    Option<Arc<RecrawlOutputs>>,
+    Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
+    Option<Recheck>,
+);
+
+pub(super) fn recrawl_parts(
+    opts: &CrawlOptions,
+    plan: &Plan,
+    changes: Option<JsonlSink>,
+) -> anyhow::Result<RecrawlParts> {
+    let (Some((_, history)), Some(changes)) = (&plan.since, changes) else {
+        return Ok((None, None, None));
+    };
+    let s = &plan.spec.settings;
+    let (notify, webhook) = match &s.webhook_url {
+        Some(url) => {
+            let secret = trawl_notifier::webhook::secret_from_env();
+            if secret.is_none() {
+                tracing::warn!(
+                    "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
+                );
+            }
+            let cfg = trawl_notifier::webhook::WebhookConfig {
+                url: url.clone(),
+                secret: secret
+                    .as_deref()
+                    .map(trawl_notifier::webhook::WebhookConfig::secret_from),
+                tries: s.webhook_tries.max(1),
+                backoff: Duration::from_millis(s.webhook_backoff_ms),
+                wait_after: Duration::from_secs(s.webhook_wait_s),
+                undelivered: opts.out.join("changes-undelivered.jsonl"),
+                delivered: opts.out.join("changes-delivered.txt"),
+            };
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            if matches!(plan.start, Start::Resume(_)) {
+                // A kill loses the deliveries in flight: what the earlier runs neither
+                // delivered nor gave up on goes first (the same ids, so receivers dedupe).
+                let owed = trawl_notifier::webhook::pending(
+                    &opts.out.join("changes.jsonl"),
+                    &cfg.delivered,
+                    &cfg.undelivered,
+                );
+                if !owed.is_empty() {
+                    tracing::info!(
+                        events = owed.len(),
+                        "delivering the events the stopped run had not"
+                    );
+                }
+                for e in owed {
+                    let _ = tx.send(e);
+                }
+            }
+            (
+                Some(tx),
+                Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx))),
+            )
+        }
+        None => (None, None),
+    };
+    let unlinked: Arc<dyn Unlinked> = Arc::new(MemoryUnlinked::default());
+    let outputs = RecrawlOutputs {
+        compare: Recrawl {
+            history: history.clone(),
+            crawl: plan.spec.crawl.clone(),
+            since: history.crawl.clone(),
+            schedule: Schedule::from_settings(s),
+            unlinked: unlinked.clone(),
+        },
+        changes: Mutex::new(changes),
+        notify,
+        publish: None,
+    };
+    let recheck = Recheck {
+        history: history.clone(),
+        unlinked,
+    };
+    Ok((Some(Arc::new(outputs)), webhook, Some(recheck)))
+}
