@@ -5,8 +5,10 @@
 //! loops broken), caps body and decoded sizes, decodes HTML to UTF-8, records every exchange
 //! in WARC, and reports when the host may be contacted next.
 
+mod follow;
 mod http;
 pub mod net;
+mod outcome;
 mod robots_fetch;
 mod service;
 pub mod warcout;
@@ -18,16 +20,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::header::HeaderMap;
 use trawl_core::clock::now_ms;
-use trawl_core::counters::Counter;
 use trawl_core::scope::Scope;
 use trawl_core::settings::CrawlSettings;
 use trawl_core::state::State;
-use trawl_core::urlnorm::{Normalizer, host_key};
-use trawl_core::{
-    CoreError, DiscoveredUrl, FetchFailure, FetchJob, Fetched, Hop, MESSAGE_VERSION, UrlKind,
-};
+use trawl_core::urlnorm::Normalizer;
+use trawl_core::{CoreError, DiscoveredUrl, FetchFailure, FetchJob, Fetched, UrlKind};
 use url::Url;
 
 pub use trawl_robots as robots;
@@ -37,11 +36,9 @@ pub use trawl_robots as robots;
 pub const PAGE_TEXT_MAX: usize = 8 << 20;
 
 use crate::robots::LocalRobots;
-use crate::robots_fetch::RobotsDecision;
 use crate::warcout::WarcHandle;
 
-use trawl_body as body;
-
+use outcome::{failed_outcome, fetched_record, header_str, rejected_retry};
 pub use service::serve;
 pub use worker::{run_worker, spawn};
 
@@ -349,127 +346,6 @@ impl Fetcher {
         })
     }
 
-    async fn follow(
-        &self,
-        job: &FetchJob,
-        clock: &mut JobClock,
-        discovered: &mut Vec<DiscoveredUrl>,
-    ) -> Result<Outcome, FetchError> {
-        let mut hops: Vec<Hop> = Vec::new();
-        let mut wire_bytes = 0u64;
-        let mut url = match Url::parse(&job.url) {
-            Ok(u) => u,
-            Err(e) => {
-                return failed_outcome(
-                    job,
-                    &job.url,
-                    hops,
-                    0,
-                    failure("invalid_url", e.to_string()),
-                );
-            }
-        };
-        loop {
-            let host = host_key(&url);
-            if !hops.is_empty() {
-                if !self.scope.contains(&url) {
-                    self.state.count(&Counter::RedirectOutOfScope, 1).await?;
-                    let f = failure(
-                        "redirect_out_of_scope",
-                        format!("redirect to {url} leaves the crawl scope"),
-                    );
-                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                }
-                if hops.iter().any(|h| h.url == url.as_str()) {
-                    let f = failure(
-                        "redirect_loop",
-                        format!("redirect loop: {url} was already visited in this chain"),
-                    );
-                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                }
-                if hops.len() > self.cfg.max_redirects {
-                    let f = failure(
-                        "too_many_redirects",
-                        format!("more than {} redirects", self.cfg.max_redirects),
-                    );
-                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                }
-                // A target the crawl already has (or will fetch on its own) is not fetched
-                // twice: the record points at it and the chain ends here.
-                if !self.one_shot && !self.state.seen_add(url.as_str()).await? {
-                    self.state.count(&Counter::RedirectToSeen, 1).await?;
-                    let status = hops.last().map_or(0, |h| h.status);
-                    let f = fetched_record(job, url.as_str(), hops, wire_bytes, status, None);
-                    return Ok(Outcome::Done(Box::new(f)));
-                }
-            }
-            if let Some(f) = self.address_policy(&url) {
-                return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-            }
-            let rules = match self.rules_for(&url, clock, discovered).await? {
-                RobotsDecision::Rules(r) => r,
-                RobotsDecision::Refused(f) => {
-                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                }
-            };
-            if rules.access == robots::Access::Unreachable {
-                // Disallow while unreachable, and ask again later; only a sustained outage
-                // makes the page blocked.
-                let now = now_ms();
-                let since = job.robots_wait_since_ms.unwrap_or(now);
-                if now.saturating_sub(since) < self.cfg.robots_outage.as_millis() as u64 {
-                    self.state.count(&Counter::RobotsWaits, 1).await?;
-                    return Ok(Outcome::Wait {
-                        after: self.cfg.robots_retry,
-                        since,
-                    });
-                }
-            }
-            if !rules.allows(&url) {
-                self.state.count(&Counter::RobotsBlocked, 1).await?;
-                let why = rules.access.blocked_reason();
-                let f = failure("robots_disallowed", format!("{url}: {why}"));
-                return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-            }
-            let crawl_delay = rules.robots.crawl_delay();
-            let resp = match self.request(&url, &host, crawl_delay, clock).await {
-                Ok(r) => r,
-                Err(f) => {
-                    return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                }
-            };
-            wire_bytes += resp.payload.len() as u64;
-            hops.push(Hop {
-                url: url.to_string(),
-                status: resp.status,
-            });
-            if (300..400).contains(&resp.status)
-                && let Some(loc) = resp.headers.get(LOCATION).and_then(|v| v.to_str().ok())
-            {
-                match self.normalizer.parse(loc, Some(&url)) {
-                    Ok(next) => {
-                        url = next;
-                        continue;
-                    }
-                    Err(e) => {
-                        let f = failure("bad_redirect", format!("unusable Location {loc:?}: {e}"));
-                        return failed_outcome(job, url.as_str(), hops, wire_bytes, f);
-                    }
-                }
-            }
-            if matches!(resp.status, 429 | 503) && job.retries < self.cfg.max_retries {
-                let after = self.retry_after(&resp.headers);
-                self.state.count(&Counter::Retries, 1).await?;
-                return Ok(Outcome::Retry {
-                    after,
-                    status: resp.status,
-                });
-            }
-            let fetched = self.finish_response(job, &url, hops, wire_bytes, resp);
-            return Ok(Outcome::Done(Box::new(fetched)));
-        }
-    }
-
     pub(crate) fn address_policy(&self, url: &Url) -> Option<FetchFailure> {
         if self.cfg.allow_private {
             return None;
@@ -488,237 +364,6 @@ impl Fetcher {
             )),
             _ => None,
         }
-    }
-
-    fn retry_after(&self, headers: &HeaderMap) -> Duration {
-        let parsed = headers
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let v = v.trim();
-                if let Ok(secs) = v.parse::<u64>() {
-                    return Some(Duration::from_secs(secs));
-                }
-                let at = httpdate::parse_http_date(v).ok()?;
-                Some(
-                    at.duration_since(std::time::SystemTime::now())
-                        .unwrap_or_default(),
-                )
-            });
-        parsed
-            .unwrap_or(self.cfg.default_backoff)
-            .min(self.cfg.max_backoff)
-    }
-
-    fn finish_response(
-        &self,
-        job: &FetchJob,
-        url: &Url,
-        hops: Vec<Hop>,
-        wire_bytes: u64,
-        resp: Response,
-    ) -> Fetched {
-        let content_type = header_str(&resp.headers, "content-type").map(str::to_string);
-        let mut fetched = fetched_record(
-            job,
-            url.as_str(),
-            hops,
-            wire_bytes,
-            resp.status,
-            content_type.clone(),
-        );
-        fetched.facts = response_facts(&resp);
-        if resp.truncated {
-            fetched.error = Some(failure(
-                "body_too_large",
-                format!(
-                    "body larger than the {}-byte cap; kept the first part",
-                    self.cfg.max_body_bytes
-                ),
-            ));
-        }
-        if !(200..300).contains(&resp.status) {
-            return fetched;
-        }
-        // A page keeps only what extraction reads; listings are read whole (to 50 MiB).
-        let keep = match job.kind {
-            UrlKind::Page => PAGE_TEXT_MAX,
-            UrlKind::Sitemap | UrlKind::Feed => usize::MAX,
-        };
-        let decoded = match body::decode_prefix(
-            &resp.payload,
-            header_str(&resp.headers, "content-encoding"),
-            keep,
-            self.cfg.max_decoded_bytes,
-        ) {
-            Ok((b, total)) => {
-                if total > b.len() {
-                    fetched.error.get_or_insert_with(|| cut_page(total));
-                }
-                b
-            }
-            Err(e) => {
-                let kind = match e {
-                    body::BodyError::DecompressionLimit { .. } => "decompression_limit",
-                    body::BodyError::UnsupportedEncoding(_) => "unsupported_encoding",
-                    body::BodyError::Corrupt { .. } => "corrupt_body",
-                };
-                fetched.error = Some(failure(kind, e.to_string()));
-                return fetched;
-            }
-        };
-        let mime = content_type.as_deref().map(body::mime_type);
-        match job.kind {
-            UrlKind::Sitemap | UrlKind::Feed => fetched.body = decoded,
-            UrlKind::Page => {
-                if body::is_html(content_type.as_deref(), &decoded) {
-                    let (mut text, charset) = body::decode_html(&decoded, content_type.as_deref());
-                    if text.len() > PAGE_TEXT_MAX {
-                        // A charset that takes more bytes in UTF-8 than in its own.
-                        let mut cut = PAGE_TEXT_MAX;
-                        while !text.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        let total = text.len();
-                        text.truncate(cut);
-                        text.shrink_to_fit();
-                        fetched.error.get_or_insert_with(|| cut_page(total));
-                    }
-                    fetched.body = text.into_bytes();
-                    fetched.charset = Some(charset.to_string());
-                } else if self.one_shot {
-                    // A single request answers whatever the page is (text, JSON, ...),
-                    // as received and cut to what extraction would read.
-                    fetched.body = decoded;
-                } else {
-                    fetched.error = Some(failure(
-                        "unsupported_content_type",
-                        format!(
-                            "{} is not HTML: recorded, not extracted",
-                            mime.as_deref().unwrap_or("unknown type")
-                        ),
-                    ));
-                }
-            }
-        }
-        fetched
-    }
-}
-
-/// The error of a page kept cut at what extraction reads.
-fn cut_page(total: usize) -> FetchFailure {
-    failure(
-        "body_too_large",
-        format!(
-            "page of {total} bytes decoded, larger than the {PAGE_TEXT_MAX} bytes extraction reads; kept the first part"
-        ),
-    )
-}
-
-/// What a later crawl needs of this response. A 304 keeps the earlier payload's digest and
-/// validators where it sends none (RFC 9110 15.4.5: it may omit them); a revisit record
-/// points at the earlier full response, which stays the page's record.
-fn response_facts(resp: &Response) -> trawl_core::ResponseFacts {
-    let prior = resp.prior.as_ref().map(|p| &p.facts);
-    let header = |name: &str| header_str(&resp.headers, name).map(str::to_string);
-    let not_modified = resp.status == 304;
-    let keep = |now: Option<String>, then: Option<&Option<String>>| {
-        now.or_else(|| then.filter(|_| not_modified).cloned().flatten())
-    };
-    trawl_core::ResponseFacts {
-        etag: keep(header("etag"), prior.map(|p| &p.etag)),
-        last_modified: keep(header("last-modified"), prior.map(|p| &p.last_modified)),
-        payload_digest: if not_modified {
-            prior.and_then(|p| p.payload_digest.clone())
-        } else {
-            Some(resp.payload_digest.clone())
-        },
-        warc: match &resp.revisit_of {
-            Some(full) => Some(full.clone()),
-            None => resp.archived.clone(),
-        },
-        revisit: resp.revisit_of.as_ref().and(resp.archived.clone()),
-    }
-}
-
-pub(crate) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    h.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Ends a fetch with a failure record.
-fn failed_outcome(
-    job: &FetchJob,
-    final_url: &str,
-    hops: Vec<Hop>,
-    wire_bytes: u64,
-    f: FetchFailure,
-) -> Result<Outcome, FetchError> {
-    Ok(Outcome::Done(Box::new(failed_record(
-        job, final_url, hops, wire_bytes, f,
-    ))))
-}
-
-/// The record of a job the frontier could not take back for a retry (it is full): the
-/// page is recorded failed rather than dropped unseen.
-pub(crate) fn rejected_retry(job: &FetchJob, status: u16) -> Fetched {
-    let hop = Hop {
-        url: job.url.clone(),
-        status,
-    };
-    let why = match status {
-        0 => "waiting for robots.txt".to_string(),
-        s => format!("retrying after {s}"),
-    };
-    failed_record(
-        job,
-        &job.url,
-        if status == 0 { Vec::new() } else { vec![hop] },
-        0,
-        failure(
-            "retry_rejected",
-            format!("{why}: the frontier is full and could not take the URL back"),
-        ),
-    )
-}
-
-/// The record of a fetch that failed: the hops so far, the last status, the failure.
-fn failed_record(
-    job: &FetchJob,
-    final_url: &str,
-    hops: Vec<Hop>,
-    wire_bytes: u64,
-    f: FetchFailure,
-) -> Fetched {
-    let status = hops.last().map_or(0, |h| h.status);
-    let mut out = fetched_record(job, final_url, hops, wire_bytes, status, None);
-    out.error = Some(f);
-    out
-}
-
-/// The record of a fetch, without its body (the caller adds it).
-fn fetched_record(
-    job: &FetchJob,
-    final_url: &str,
-    hops: Vec<Hop>,
-    wire_bytes: u64,
-    status: u16,
-    content_type: Option<String>,
-) -> Fetched {
-    Fetched {
-        v: MESSAGE_VERSION,
-        crawl: job.crawl.clone(),
-        job: job.clone(),
-        final_url: final_url.to_string(),
-        status,
-        redirects: hops,
-        content_type,
-        fetched_at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        body: Vec::new(),
-        charset: None,
-        wire_bytes,
-        error: None,
-        facts: Default::default(),
-        render: None,
     }
 }
 
@@ -742,6 +387,7 @@ mod tests {
     }
 
     use super::*;
+    use trawl_core::urlnorm::host_key;
 
     /// The one request path refuses private addresses itself: robots.txt and its
     /// redirects, which never pass the page loop's check, and IP-literal hosts, which never
