@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use serde_json::Value;
 use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
 use trawl_core::state::State;
 use trawl_core::{CoreError, CoreResult, Doc, FetchFailure, MESSAGE_VERSION, PageRecord, UrlKind};
 
-use crate::jetstream::{QueueConfig, crawl_token, dead_letter_stream, dead_letter_subject_of};
+use crate::jetstream::{
+    QueueConfig, crawl_token, dead_letter_stream, dead_letter_subject_of, pulled,
+};
 
 /// The hops whose messages are pages: what is dead-lettered on them is a page lost.
 pub const PAGE_HOPS: [(&str, &str); 4] = [
@@ -187,14 +188,13 @@ impl Queue<Doc> for DeadPages {
     async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<Doc>>> {
         let mut out = Vec::new();
         for (hop, consumer) in &self.consumers {
-            let mut msgs = consumer
+            let msgs = consumer
                 .fetch()
                 .max_messages(max.max(1))
                 .messages()
                 .await
                 .map_err(|e| backend("pull", e))?;
-            while let Some(m) = msgs.next().await {
-                let Ok(m) = m else { continue };
+            for m in pulled(msgs, None, hop).await {
                 // A failed release leaves the claim to expire, which queues the job again:
                 // worth a warning, not losing the letters pulled with it.
                 if let Err(e) = self.release_claim(hop, &m).await {

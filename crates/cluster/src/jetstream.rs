@@ -412,6 +412,33 @@ async fn watch_max_deliveries(
     }
 }
 
+/// The messages a pull request brings. A request the server took and then died with is
+/// never answered, and the client sets no deadline for a no-wait fetch: without one of our
+/// own (its expiry plus [`PULL_GRACE`]) a stage's loop would wait forever on a server that
+/// came back.
+pub(crate) async fn pulled(
+    mut stream: jetstream::consumer::pull::Batch,
+    expires: Option<Duration>,
+    what: &str,
+) -> Vec<jetstream::Message> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + expires.unwrap_or(Duration::ZERO) + PULL_GRACE;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(m))) => out.push(m),
+            Ok(Some(Err(e))) => tracing::debug!("pull: {e}"),
+            Ok(None) => break,
+            Err(_) => {
+                tracing::warn!(
+                    "{what}: a pull request went unanswered (server restarted?); asking again"
+                );
+                break;
+            }
+        }
+    }
+    out
+}
+
 #[async_trait]
 impl<M> Queue<M> for JetStreamQueue<M>
 where
@@ -443,26 +470,8 @@ where
                             .await
                     }
                 };
-                let mut stream = res.map_err(|e| backend("pull", e))?;
-                // A request the server took and then died with is never answered, and the
-                // client sets no deadline for a no-wait fetch: without one of our own the
-                // stage's loop would wait forever on a server that came back.
-                let deadline =
-                    tokio::time::Instant::now() + expires.unwrap_or(Duration::ZERO) + PULL_GRACE;
-                loop {
-                    match tokio::time::timeout_at(deadline, stream.next()).await {
-                        Ok(Some(Ok(m))) => out.push(m),
-                        Ok(Some(Err(e))) => tracing::debug!("pull: {e}"),
-                        Ok(None) => break,
-                        Err(_) => {
-                            tracing::warn!(
-                                "{}: a pull request went unanswered (server restarted?); asking again",
-                                self.cfg.stream
-                            );
-                            break;
-                        }
-                    }
-                }
+                let stream = res.map_err(|e| backend("pull", e))?;
+                out.extend(pulled(stream, expires, &self.cfg.stream).await);
                 Ok::<_, CoreError>(out)
             }
         };
