@@ -2,7 +2,9 @@
 # The CUDA side of the embedding benchmark, run ON a GPU machine: trawl's embedder
 # (`embed_bench`, cross-built with `--features cuda` by bench/index/gpu-build.sh) against
 # sentence-transformers on the same GPU, the same chunks and the same weights, in the same
-# run, alternating, RUNS times per batch size and precision. Medians and ratios in
+# run, alternating, RUNS times per batch size and precision (f32; trawl also TF32,
+# sentence-transformers also bf16, as the half-precision figure trawl's candle pass cannot
+# reach: see crates/embed/src/embed.rs, gpu_precision). Medians and ratios in
 # OUT/gpu.json; every run in OUT/gpu-runs.jsonl.
 #
 #   bench/index/gpu.sh IN [OUT]
@@ -46,14 +48,24 @@ echo "chunks: $(wc -l < "$chunks")" | tee -a "$out/gpu.txt"
 runs_file="$out/gpu-runs.jsonl"
 : > "$runs_file"
 tag() { sed "s/^{/{\"precision\": \"$1\", /" >> "$runs_file"; tail -1 "$runs_file" >&2; }
+# One side's run; a side that fails is logged (OUT/errors.log) and the others go on.
+side() {
+  local precision="$1" line
+  shift
+  if line="$("$@" 2>>"$out/errors.log")"; then
+    echo "$line" | tag "$precision"
+  else
+    echo "failed ($precision): $*" | tee -a "$out/errors.log" >&2
+  fi
+}
 for batch in $batches; do
   for i in $(seq 1 "$runs"); do
     # The first run of the first batch size keeps each side's vectors for the agreement.
     v() { [ "$i" = 1 ] && [ "$batch" = "${batches%% *}" ] && echo "$work/$1.f32" || true; }
-    "$work/embed_bench" embed "$chunks" "$batch" auto $(v trawl-f32) | tag f32
-    TRAWL_EMBED_PRECISION=f16 "$work/embed_bench" embed "$chunks" "$batch" auto $(v trawl-f16) | tag f16
-    BENCH_DEVICE=cuda python3 bench/index/st_embed.py "$chunks" "$batch" $(v st-f32) 2>/dev/null | tag f32
-    BENCH_DEVICE=cuda BENCH_DTYPE=f16 python3 bench/index/st_embed.py "$chunks" "$batch" $(v st-f16) 2>/dev/null | tag f16
+    side f32 "$work/embed_bench" embed "$chunks" "$batch" auto $(v trawl-f32)
+    side tf32 env TRAWL_EMBED_PRECISION=tf32 "$work/embed_bench" embed "$chunks" "$batch" auto $(v trawl-tf32)
+    side f32 env BENCH_DEVICE=cuda python3 bench/index/st_embed.py "$chunks" "$batch" $(v st-f32)
+    side bf16 env BENCH_DEVICE=cuda BENCH_DTYPE=bf16 python3 bench/index/st_embed.py "$chunks" "$batch" $(v st-bf16)
   done
 done
 
@@ -81,9 +93,17 @@ for k, v in med.items():
 def load(name):
     return np.fromfile(f"{work}/{name}.f32", dtype="<f4").reshape(-1, 384)
 def cos(a, b):
-    c = np.sort((load(a) * load(b)).sum(1))
-    return {"min": float(c[0]), "p1": float(c[int(0.01 * (len(c) - 1))]), "median": float(np.median(c))}
-for a, b in [("trawl-f32", "st-f32"), ("trawl-f16", "st-f32"), ("st-f16", "st-f32"), ("trawl-f16", "trawl-f32")]:
+    import os
+    if not (os.path.exists(f"{work}/{a}.f32") and os.path.exists(f"{work}/{b}.f32")):
+        return {"missing": True}
+    c = (load(a) * load(b)).sum(1)
+    # A NaN vector is a failure to report, not a number to sort past.
+    bad = int(np.isnan(c).sum())
+    c = np.sort(c[~np.isnan(c)])
+    if len(c) == 0:
+        return {"nan_vectors": bad}
+    return {"nan_vectors": bad, "min": float(c[0]), "p1": float(c[int(0.01 * (len(c) - 1))]), "median": float(np.median(c))}
+for a, b in [("trawl-f32", "st-f32"), ("trawl-tf32", "st-f32"), ("st-bf16", "st-f32")]:
     summary[f"cosine {a} vs {b}"] = cos(a, b)
 print(json.dumps(summary, indent=1))
 PY

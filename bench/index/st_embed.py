@@ -4,8 +4,8 @@ one JSON object like `embed_bench embed`.
 
     st_embed.py CHUNKS.jsonl [BATCH] [VECTORS]
 
-BENCH_DEVICE=cuda runs it on the GPU (`bench/index/gpu.sh`), BENCH_DTYPE=f16 in half
-precision there; VECTORS receives the vectors as little-endian f32 rows."""
+BENCH_DEVICE=cuda runs it on the GPU (`bench/index/gpu.sh`), BENCH_DTYPE=f16 or bf16 in
+half precision there; VECTORS receives the vectors as little-endian f32 rows."""
 
 import json
 import os
@@ -28,7 +28,7 @@ model_dir = os.environ.get("TRAWL_MODEL_DIR") or str(
 )
 model = SentenceTransformer(model_dir, device=device)
 # Whatever dtype the weights file holds, the model runs in the one asked for.
-model = model.half() if dtype == "f16" else model.float()
+model = {"f16": model.half, "bf16": model.bfloat16}.get(dtype, model.float)()
 assert model.max_seq_length == 256, model.max_seq_length
 model.encode(chunks[:batch], batch_size=batch)  # warm-up, as on the Rust side
 t, c = time.perf_counter(), time.process_time()

@@ -30,15 +30,8 @@ pub enum Engine {
 }
 
 enum Forward {
-    Native {
-        bert: Bert,
-        int8: bool,
-    },
-    Candle {
-        model: BertModel,
-        device: Device,
-        dtype: DType,
-    },
+    Native { bert: Bert, int8: bool },
+    Candle { model: BertModel, device: Device },
 }
 
 pub struct Embedder {
@@ -54,27 +47,25 @@ fn ml(e: candle_core::Error) -> EmbedError {
 impl Embedder {
     /// Loads the model from `dir`: onto the first CUDA device when built with the `cuda`
     /// feature and one is present (candle's forward pass, float32 unless
-    /// `TRAWL_EMBED_PRECISION=f16` or `bf16`), else for the CPU (trawl's own, which is the
+    /// `TRAWL_EMBED_PRECISION=tf32`), else for the CPU (trawl's own, which is the
     /// faster one there: int8 where the CPU has AVX-512 VNNI, f32 elsewhere;
     /// `TRAWL_EMBED_PRECISION=f32` or `int8` overrides the choice).
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         match pick_device()? {
             Device::Cpu => Self::load_engine(dir, cpu_engine()?),
-            device => Self::load_on(dir, Engine::Candle, device, gpu_dtype()?),
+            device => {
+                gpu_precision()?;
+                Self::load_on(dir, Engine::Candle, device)
+            }
         }
     }
 
     /// Loads the model for `engine` on the CPU (tests compare the two).
     pub fn load_engine(dir: &Path, engine: Engine) -> Result<Self, EmbedError> {
-        Self::load_on(dir, engine, Device::Cpu, DType::F32)
+        Self::load_on(dir, engine, Device::Cpu)
     }
 
-    fn load_on(
-        dir: &Path,
-        engine: Engine,
-        device: Device,
-        dtype: DType,
-    ) -> Result<Self, EmbedError> {
+    fn load_on(dir: &Path, engine: Engine, device: Device) -> Result<Self, EmbedError> {
         model::check_dir(dir)?;
         let read = |f: &str| {
             std::fs::read_to_string(dir.join(f))
@@ -110,17 +101,11 @@ impl Embedder {
                 // Safety: the weights file is memory-mapped read-only; trawl never writes
                 // it, and the model's documentation asks the operator not to change it
                 // while it is in use.
-                let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[weights], dtype, &device) }
-                    .map_err(ml)?;
+                let vb =
+                    unsafe { VarBuilder::from_mmaped_safetensors(&[weights], DType::F32, &device) }
+                        .map_err(ml)?;
                 let model = BertModel::load(vb, &cfg).map_err(ml)?;
-                (
-                    Forward::Candle {
-                        model,
-                        device,
-                        dtype,
-                    },
-                    cfg.hidden_size,
-                )
+                (Forward::Candle { model, device }, cfg.hidden_size)
             }
         };
         Ok(Self {
@@ -143,12 +128,11 @@ impl Embedder {
         match &self.forward {
             Forward::Native { int8: false, .. } => "cpu",
             Forward::Native { int8: true, .. } => "cpu int8",
-            Forward::Candle { device, dtype, .. } => match (device, dtype) {
-                (Device::Cpu, _) => "cpu (candle)",
-                (Device::Cuda(_), DType::F16) => "cuda f16",
-                (Device::Cuda(_), DType::BF16) => "cuda bf16",
-                (Device::Cuda(_), _) => "cuda",
-                (Device::Metal(_), _) => "metal",
+            Forward::Candle { device, .. } => match device {
+                Device::Cpu => "cpu (candle)",
+                Device::Cuda(_) if candle_core::cuda::gemm_reduced_precision_f32() => "cuda tf32",
+                Device::Cuda(_) => "cuda",
+                Device::Metal(_) => "metal",
             },
         }
     }
@@ -180,7 +164,7 @@ impl Embedder {
                 let seqs: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
                 bert.embed(&seqs, rayon::current_num_threads())
             }
-            Forward::Candle { model, device, .. } => candle_batch(model, device, &encodings),
+            Forward::Candle { model, device } => candle_batch(model, device, &encodings),
         }
     }
 }
@@ -201,12 +185,7 @@ fn candle_batch(
     let ids = Tensor::from_vec(ids, (rows, cols), device).map_err(ml)?;
     let mask = Tensor::from_vec(mask, (rows, cols), device).map_err(ml)?;
     let types = ids.zeros_like().map_err(ml)?;
-    // Pooling and the norm in f32 whatever the model ran in: f16 sums of 256 tokens lose
-    // digits the vectors keep.
-    let hidden = model
-        .forward(&ids, &types, Some(&mask))
-        .and_then(|h| h.to_dtype(DType::F32))
-        .map_err(ml)?;
+    let hidden = model.forward(&ids, &types, Some(&mask)).map_err(ml)?;
     // Mean over the real tokens only: padding must not pull the average.
     let m = mask
         .to_dtype(DType::F32)
@@ -250,15 +229,21 @@ fn cpu_engine() -> Result<Engine, EmbedError> {
     }
 }
 
-/// The CUDA pass's precision: `TRAWL_EMBED_PRECISION` (f32, f16 or bf16), f32 by default
-/// (what sentence-transformers computes, and so what the index's vectors are compared to).
-fn gpu_dtype() -> Result<DType, EmbedError> {
+/// The CUDA pass's precision: `TRAWL_EMBED_PRECISION`, f32 by default (what
+/// sentence-transformers computes, and so what the index's vectors are compared to);
+/// `tf32` keeps f32 tensors with TF32 matrix products (a process-wide cuBLAS setting).
+/// No f16 or bf16: candle's BERT masks padding with `f32::MIN`, which rounds to -inf in
+/// both, and `0 * -inf` made every vector NaN (measured on an H200, `bench/index`).
+fn gpu_precision() -> Result<(), EmbedError> {
     match std::env::var("TRAWL_EMBED_PRECISION").as_deref() {
-        Err(_) | Ok("f32") => Ok(DType::F32),
-        Ok("f16") => Ok(DType::F16),
-        Ok("bf16") => Ok(DType::BF16),
+        Err(_) | Ok("f32") => Ok(()),
+        Ok("tf32") => {
+            candle_core::cuda::set_gemm_reduced_precision_f32(true);
+            Ok(())
+        }
         Ok(other) => Err(EmbedError::Config(format!(
-            "TRAWL_EMBED_PRECISION={other:?} on a CUDA device: f32, f16 or bf16"
+            "TRAWL_EMBED_PRECISION={other:?} on a CUDA device: f32 or tf32 (candle's BERT \
+             overflows its attention mask in f16 and bf16)"
         ))),
     }
 }
