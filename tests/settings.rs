@@ -348,3 +348,28 @@ fn the_command_reaches_a_nats_server_that_wants_credentials() {
         stderr(&leaked)
     );
 }
+
+/// A `--wait` that times out says where the crawl is stuck: its counts and the messages
+/// pending on each hop (no services run here, so the seed waits on the discovered hop).
+#[tokio::test]
+async fn a_wait_that_times_out_says_where_the_crawl_is_stuck() {
+    if !services_up() {
+        return;
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let out = trawl()
+        .args(["submit", "http://127.0.0.1:1/", "--allow-private"])
+        .args(["--crawl", &format!("stuck-{id}")])
+        .args(["--wait", "--wait-timeout", "2"])
+        .env("TRAWL_QUEUE_PREFIX", format!("t{id}"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("did not drain in 2 s"), "{err}");
+    assert!(err.contains("0 pages fetched"), "{err}");
+    assert!(
+        err.contains("messages pending by hop: discovered 1"),
+        "{err}"
+    );
+}

@@ -361,9 +361,23 @@ async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyho
     let mut quiet = 0;
     let mut last = std::time::Instant::now();
     let started = std::time::Instant::now();
+    // Where a crawl that never drains is stuck: the last status read, hop by hop.
+    let mut seen: Option<Status> = None;
     loop {
         if timeout_s > 0 && started.elapsed() > Duration::from_secs(timeout_s) {
-            bail!("the crawl did not drain in {timeout_s} s");
+            let Some(s) = seen else {
+                bail!("the crawl did not drain in {timeout_s} s (no status could be read)");
+            };
+            bail!(
+                "the crawl did not drain in {timeout_s} s: {} URLs queued, {} host slots held, \
+                 {} pages fetched, {} indexed, {} dead letters; messages pending by hop: {}",
+                s.queued_urls,
+                s.host_claims,
+                s.pages_fetched,
+                s.pages_indexed,
+                s.dead_letters,
+                pending_by_hop(&s)
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
         let s = match status(c, crawl).await {
@@ -396,6 +410,22 @@ async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyho
                 s.pending.values().sum::<u64>()
             );
         }
+        seen = Some(s);
+    }
+}
+
+/// `hop n, ...` for the hops with messages pending, or `none`.
+fn pending_by_hop(s: &Status) -> String {
+    let hops: Vec<String> = s
+        .pending
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(hop, n)| format!("{hop} {n}"))
+        .collect();
+    if hops.is_empty() {
+        "none".into()
+    } else {
+        hops.join(", ")
     }
 }
 
