@@ -22,9 +22,9 @@ pub(super) struct MemoryHops {
 
 /// The bodies waiting for extraction, at most: pages are cut at the 8 MiB extraction reads
 /// (sitemaps at 50 MiB), so 256 messages could otherwise hold gigabytes.
-pub(super) const FETCHED_BYTES: usize = 256 << 20;
+const FETCHED_BYTES: usize = 256 << 20;
 /// The text and Markdown of records waiting for the writer, at most.
-pub(super) const DOCS_BYTES: usize = 128 << 20;
+const DOCS_BYTES: usize = 128 << 20;
 
 impl MemoryHops {
     pub(super) fn new(

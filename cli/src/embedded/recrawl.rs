@@ -22,7 +22,7 @@ pub(super) struct Recheck {
 }
 
 /// A re-crawl's writer outputs, its webhook notifier and its end-of-crawl check.
-pub(super) type RecrawlParts = (
+type RecrawlParts = (
     Option<Arc<RecrawlOutputs>>,
     Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
     Option<Recheck>,

@@ -459,7 +459,6 @@ where
         let fetch = |n: usize, expires: Option<Duration>| {
             let c = &self.consumer;
             async move {
-                let mut out = Vec::new();
                 let res = match expires {
                     None => c.fetch().max_messages(n).messages().await,
                     Some(d) => {
@@ -471,8 +470,7 @@ where
                     }
                 };
                 let stream = res.map_err(|e| backend("pull", e))?;
-                out.extend(pulled(stream, expires, &self.cfg.stream).await);
-                Ok::<_, CoreError>(out)
+                Ok::<_, CoreError>(pulled(stream, expires, &self.cfg.stream).await)
             }
         };
         got.extend(fetch(max, None).await?);

@@ -128,7 +128,7 @@ impl Fetcher {
 }
 
 /// The error of a page kept cut at what extraction reads.
-pub(crate) fn cut_page(total: usize) -> FetchFailure {
+fn cut_page(total: usize) -> FetchFailure {
     failure(
         "body_too_large",
         format!(
@@ -140,7 +140,7 @@ pub(crate) fn cut_page(total: usize) -> FetchFailure {
 /// What a later crawl needs of this response. A 304 keeps the earlier payload's digest and
 /// validators where it sends none (RFC 9110 15.4.5: it may omit them); a revisit record
 /// points at the earlier full response, which stays the page's record.
-pub(crate) fn response_facts(resp: &Response) -> trawl_core::ResponseFacts {
+fn response_facts(resp: &Response) -> trawl_core::ResponseFacts {
     let prior = resp.prior.as_ref().map(|p| &p.facts);
     let header = |name: &str| header_str(&resp.headers, name).map(str::to_string);
     let not_modified = resp.status == 304;
@@ -204,7 +204,7 @@ pub(crate) fn rejected_retry(job: &FetchJob, status: u16) -> Fetched {
 }
 
 /// The record of a fetch that failed: the hops so far, the last status, the failure.
-pub(crate) fn failed_record(
+fn failed_record(
     job: &FetchJob,
     final_url: &str,
     hops: Vec<Hop>,

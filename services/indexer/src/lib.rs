@@ -158,7 +158,7 @@ pub async fn count_pages<'a>(
 }
 
 /// What one page adds to the report's counters, each given to `add`.
-pub fn page_counts(page: &PageRecord, add: &mut impl FnMut(Counter, i64)) {
+fn page_counts(page: &PageRecord, add: &mut impl FnMut(Counter, i64)) {
     add(Counter::Pages, 1);
     add(Counter::PagesByStatus(status_class(page.status)), 1);
     if let Some(e) = &page.error {
