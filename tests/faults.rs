@@ -442,6 +442,39 @@ fn a_full_disk_leaves_no_torn_line() {
     );
 }
 
+/// The SimHash gate's file (`gate.db`) on a disk that fills up: a check that cannot store
+/// its page is an error that names the full disk, not a panic and not a verdict (the
+/// extractor's worker ends on it, which stops the crawl; the next start makes the file
+/// anew from the crawl store).
+#[test]
+fn a_full_disk_under_the_gate_file_is_an_error() {
+    let Some(disk) = SmallDisk::mount() else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let path = disk.0.path().join(trawl_store::gate_file::GATE_FILE);
+    let file = trawl_store::gate_file::GateFile::create(&path).unwrap();
+    let gate = trawl_dedup::SimGate::with_store(file, 2);
+    let mut failed = None;
+    for i in 0..100_000u64 {
+        let fp = trawl_dedup::Fingerprint {
+            simhash: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            exact: u128::from(i),
+        };
+        let id = format!("http://a.test/a/long/enough/path/to/fill/pages/{i}");
+        match gate.try_check_and_insert(fp, &id) {
+            Ok(v) => assert_eq!(v, trawl_dedup::GateVerdict::Kept),
+            Err(e) => {
+                failed = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (stored, e) = failed.expect("a 64 KiB disk fills up");
+    assert!(stored > 10, "pages fit before the disk filled: {stored}");
+    assert!(e.to_string().contains("full"), "{e}");
+}
+
 /// The WARC files on a disk that fills up mid-crawl: the crawl stops with the WARC error
 /// instead of going on without archives, and no page in `pages.jsonl` points at a record
 /// that was not written.

@@ -34,6 +34,11 @@ async fn every_page_of_a_synthetic_web_once_and_politely() {
     trawl::crawl(o).await.unwrap();
     let spill = out.path().join(trawl_store::dir::SPILL_FILE);
     assert_eq!(std::fs::metadata(spill).unwrap().len(), 0, "read through");
+    let gate = out.path().join(trawl_store::gate_file::GATE_FILE);
+    assert!(
+        !gate.exists(),
+        "the gate's file goes with the crawl's process"
+    );
 
     let seen = web.stats();
     assert_eq!(seen.pages_fetched, expected.pages, "{seen:?}");

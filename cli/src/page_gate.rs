@@ -1,4 +1,5 @@
-//! The embedded runtime's page gate: the crawl's method in memory, and what a resumed
+//! The embedded runtime's page gate: SimHash in a file of the crawl (`gate.db`, so the
+//! gate does not grow the process with the crawl), MinHash in memory; and what a resumed
 //! crawl puts back into it.
 
 use std::io::{BufRead, Seek};
@@ -6,23 +7,28 @@ use std::path::Path;
 use std::sync::Arc;
 
 use trawl_core::settings::PageGate;
-use trawl_dedup::{Gate, GateMethod, GatePage, MemoryGate, MemoryMinGate};
+use trawl_dedup::{Gate, GateMethod, GatePage, MemoryMinGate, SimGate};
+use trawl_store::gate_file::{GATE_FILE, GateFile};
 use trawl_store::resume::KeptPage;
 
 /// The embedded runtime's page gate, of the crawl's method.
 pub enum EmbeddedGate {
-    SimHash(Arc<MemoryGate>),
+    SimHash(Arc<SimGate<GateFile>>),
     MinHash(Arc<MemoryMinGate>),
 }
 
 impl EmbeddedGate {
-    pub fn new(g: PageGate) -> Self {
-        match g {
-            PageGate::SimHash { distance } => Self::SimHash(Arc::new(MemoryGate::new(distance))),
+    /// The gate of the crawl in `out`: a SimHash gate's file is made there anew.
+    pub fn new(g: PageGate, out: &Path) -> anyhow::Result<Self> {
+        Ok(match g {
+            PageGate::SimHash { distance } => {
+                let file = GateFile::create(&out.join(GATE_FILE))?;
+                Self::SimHash(Arc::new(SimGate::with_store(file, distance)))
+            }
             PageGate::MinHash { similarity } => {
                 Self::MinHash(Arc::new(MemoryMinGate::new(similarity)))
             }
-        }
+        })
     }
 
     pub fn shared(self) -> Arc<dyn Gate> {
@@ -47,7 +53,7 @@ impl EmbeddedGate {
                         simhash: k.simhash,
                         exact: k.text_hash,
                     };
-                    g.check_and_insert_sync(fp, &k.final_url);
+                    g.try_check_and_insert(fp, &k.final_url)?;
                 }
             }
             Self::MinHash(g) => {
@@ -126,7 +132,7 @@ mod tests {
             (PageGate::MinHash { similarity: 0.8 }, GateMethod::MinHash),
             (PageGate::SimHash { distance: 2 }, GateMethod::SimHash),
         ] {
-            let gate = EmbeddedGate::new(g);
+            let gate = EmbeddedGate::new(g, dir.path()).unwrap();
             gate.restore(&kept, &path).unwrap();
             let gate = gate.shared();
             // Copies of what was written name the pages kept before the stop.

@@ -169,7 +169,10 @@ impl Pipeline {
             .unwrap_or(1);
         let queues = MemoryHops::new(opts.concurrency, &tracker, &journal, first_id);
         let hops = queues.hops();
-        let gate = s.page_gate().map(crate::page_gate::EmbeddedGate::new);
+        let gate = s
+            .page_gate()
+            .map(|g| crate::page_gate::EmbeddedGate::new(g, &opts.out))
+            .transpose()?;
         if let Some(r) = &resume {
             restore(r, s, &memory, gate.as_ref(), &opts.out).await?;
         }
@@ -199,8 +202,8 @@ impl Pipeline {
         let extractors = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .max(2);
-        // One in-memory gate for all extractors; a page whose extraction keeps failing is
-        // written after 3 tries.
+        // One gate for all extractors; a page whose extraction keeps failing is written
+        // after 3 tries.
         let gate = gate.map(crate::page_gate::EmbeddedGate::shared);
         let mut cfg = trawl_extractor::ExtractorConfig::from_settings(s, gate, Some(3));
         let renderer = start_renderer(opts, plan, &state, warc.as_ref(), &mut cfg)?;

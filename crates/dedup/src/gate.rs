@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use crate::minhash::{LshIndex, MinHasher, MinSketch};
 use crate::print_index::PrintIndex;
+use crate::print_store::{PrintStore, StoredPrint, band_keys};
 use crate::simhash::{Banding, Fingerprint, hamming};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -76,6 +77,9 @@ pub enum GateError {
     Redis(String),
     #[error("gate reply: {0}")]
     Reply(String),
+    /// The gate's own store failed (a file gate's disk).
+    #[error("gate store: {0}")]
+    Store(String),
     /// A MinHash gate was shown a page without its sketch.
     #[error("the MinHash gate needs the page's sketch")]
     NoSketch,
@@ -103,25 +107,52 @@ pub fn id_hash(id: &str) -> u64 {
 /// pages; a family of thousands of pages a bit or two apart would fill one without bound.
 pub const MAX_PRINTS_PER_BUCKET: usize = 256;
 
-/// The in-process SimHash gate. Every page with a fingerprint of its own is stored, copies
-/// too (a page whose print is already stored, an exact copy among them, adds nothing), so
-/// a family of pages a few bits apart from one to the next forms one group: a copy names
-/// the stored page nearest to it, itself possibly a copy, and only pages stored before it,
-/// so the links never make a cycle. On the documentation crawl this finds twice the
-/// near-copy pairs at the same precision as storing the kept pages only (`bench/dedup`).
-///
-/// Memory: about 150 bytes a page plus its id (see [`PrintIndex`]).
-pub struct MemoryGate {
-    inner: Mutex<PrintIndex>,
+/// The SimHash gate of one process, over a [`PrintStore`]: in memory ([`MemoryGate`]) or
+/// in a file (`trawl_store::gate_file`, the embedded crawl's). Every page with a
+/// fingerprint of its own is stored, copies too (a page whose print is already stored, an
+/// exact copy among them, adds nothing), so a family of pages a few bits apart from one to
+/// the next forms one group: a copy names the stored page nearest to it, itself possibly a
+/// copy, and only pages stored before it, so the links never make a cycle. On the
+/// documentation crawl this finds twice the near-copy pairs at the same precision as
+/// storing the kept pages only (`bench/dedup`).
+pub struct SimGate<S> {
+    inner: Mutex<S>,
+    banding: Banding,
     max_distance: u32,
 }
+
+/// The SimHash gate in memory: about 150 bytes a page plus its id (see [`PrintIndex`]).
+pub type MemoryGate = SimGate<PrintIndex>;
 
 impl MemoryGate {
     /// `max_distance` is at most 3 (see [`Banding`]); larger values are clamped.
     pub fn new(max_distance: u32) -> Self {
+        let banding = Banding::for_distance(max_distance.min(3));
+        SimGate::with_store(PrintIndex::new(banding), max_distance)
+    }
+
+    /// The same check without the async interface, for threaded callers and restores.
+    pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
+        let Ok(v) = self.check(fp, id, true);
+        v
+    }
+
+    /// The same rule with no regard to ids, for `trawl ingest`, where a record id seen
+    /// again (one archive read twice) is a copy, not a redelivery.
+    pub fn match_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
+        let Ok(v) = self.check(fp, id, false);
+        v
+    }
+}
+
+impl<S: PrintStore> SimGate<S> {
+    /// A gate over `store`, which must be empty or hold pages banded for the same
+    /// distance. `max_distance` is at most 3; larger values are clamped.
+    pub fn with_store(store: S, max_distance: u32) -> Self {
         let max_distance = max_distance.min(3);
         Self {
-            inner: Mutex::new(PrintIndex::new(Banding::for_distance(max_distance))),
+            inner: Mutex::new(store),
+            banding: Banding::for_distance(max_distance),
             max_distance,
         }
     }
@@ -135,78 +166,75 @@ impl MemoryGate {
         self.len() == 0
     }
 
-    /// The same check without the async interface, for threaded callers and restores.
+    /// The check without the async interface, for threaded callers and restores; an error
+    /// is the store's.
+    pub fn try_check_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, S::Error> {
+        self.check(fp, id, true)
+    }
+
     /// The same rule as `trawl_cluster::redis_gate`, candidate for candidate: an exact copy
     /// of another page names it; otherwise the nearest stored page within the distance,
     /// the first met (band by band, oldest first) among equals. A page shown again (a
     /// redelivery) is known by its id and matched only against the pages stored before it,
     /// so it gets its first answer even if its text changed.
-    pub fn check_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
-        self.check(fp, id, true)
-    }
-
-    /// The same rule with no regard to ids, for `trawl ingest`, where a record id seen
-    /// again (one archive read twice) is a copy, not a redelivery.
-    pub fn match_and_insert_sync(&self, fp: Fingerprint, id: &str) -> GateVerdict {
-        self.check(fp, id, false)
-    }
-
-    fn check(&self, fp: Fingerprint, id: &str, by_id: bool) -> GateVerdict {
+    fn check(&self, fp: Fingerprint, id: &str, by_id: bool) -> Result<GateVerdict, S::Error> {
         let mut ix = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let id_hash = id_hash(id);
-        let own = ix.by_id(id_hash, id).filter(|_| by_id);
+        let own = if by_id { ix.by_id(id_hash, id)? } else { None };
         let earlier = |i: u32| own.is_none_or(|o| i < o);
-        let other = |ix: &PrintIndex, i: u32| !by_id || ix.id(i) != id;
-        if let Some(i) = ix.by_exact(fp.exact)
-            && other(&ix, i)
+        if let Some(i) = ix.by_exact(fp.exact)?
             && earlier(i)
         {
-            return GateVerdict::Duplicate {
-                of: ix.id(i).to_string(),
-                distance: 0,
-            };
+            let of = ix.id(i)?;
+            if !by_id || of != id {
+                return Ok(GateVerdict::Duplicate { of, distance: 0 });
+            }
         }
-        let keys = ix.keys(fp.simhash);
+        let keys = band_keys(&self.banding, fp.simhash);
         let mut cands: Vec<(u32, u32)> = Vec::new();
+        let mut bucket = Vec::new();
         for (band, key) in keys.iter().enumerate() {
-            for i in ix.bucket(band, *key) {
-                let d = hamming(ix.print(i), fp.simhash);
+            bucket.clear();
+            ix.bucket(band, *key, &mut bucket)?;
+            for &(i, print) in &bucket {
+                let d = hamming(print, fp.simhash);
                 if d <= self.max_distance && !cands.iter().any(|(_, c)| *c == i) {
                     cands.push((d, i));
                 }
             }
         }
-        let mut best: Option<(u32, u32)> = None;
+        let mut best: Option<(u32, String)> = None;
         for &(d, i) in &cands {
-            if other(&ix, i) && earlier(i) && best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, i));
+            if earlier(i) && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                let of = ix.id(i)?;
+                if !by_id || of != id {
+                    best = Some((d, of));
+                }
             }
         }
         // Not stored: a redelivery, or a print already stored. A full bucket takes no more
         // prints; the page stays known by its id and exact hash.
         if own.is_none() && !cands.iter().any(|(d, _)| *d == 0) {
-            ix.insert(
-                fp.simhash,
-                fp.exact,
+            let page = StoredPrint {
+                print: fp.simhash,
+                exact: fp.exact,
                 id_hash,
                 id,
-                MAX_PRINTS_PER_BUCKET as u32,
-            );
+            };
+            ix.insert(&page, &keys, MAX_PRINTS_PER_BUCKET as u32)?;
         }
-        match best {
-            Some((distance, i)) => GateVerdict::Duplicate {
-                of: ix.id(i).to_string(),
-                distance,
-            },
+        Ok(match best {
+            Some((distance, of)) => GateVerdict::Duplicate { of, distance },
             None => GateVerdict::Kept,
-        }
+        })
     }
 }
 
 #[async_trait]
-impl Gate for MemoryGate {
+impl<S: PrintStore + 'static> Gate for SimGate<S> {
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
-        Ok(self.check_and_insert_sync(page.fp, id))
+        self.check(page.fp, id, true)
+            .map_err(|e| GateError::Store(e.to_string()))
     }
 }
 

@@ -8,8 +8,10 @@
 //!   them again.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::print_store::{PrintStore, StoredPrint, fold};
 use crate::simhash::Banding;
 
 /// For keys that are hashes or SimHash bands already: one multiply spreads their bits over
@@ -43,7 +45,8 @@ const END: u32 = u32::MAX;
 
 /// Stored prints with their ids, and the band buckets over them.
 pub struct PrintIndex {
-    banding: Banding,
+    /// Bands a page has: its links are `bands` to a page.
+    bands: usize,
     prints: Vec<u64>,
     /// `ids[id_ends[i-1]..id_ends[i]]` is the id of page `i`.
     ids: Vec<u8>,
@@ -58,16 +61,10 @@ pub struct PrintIndex {
     by_id: Mixed<u32>,
 }
 
-/// The 128-bit exact hash folded to 64 bits: a false match between two pages' texts at ten
-/// million pages has odds of about one in 300,000.
-fn fold(exact: u128) -> u64 {
-    (exact as u64) ^ ((exact >> 64) as u64)
-}
-
 impl PrintIndex {
     pub fn new(banding: Banding) -> Self {
         PrintIndex {
-            banding,
+            bands: banding.count as usize,
             prints: Vec::new(),
             ids: Vec::new(),
             id_ends: Vec::new(),
@@ -78,76 +75,68 @@ impl PrintIndex {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.prints.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.prints.is_empty()
-    }
-
-    pub fn print(&self, i: u32) -> u64 {
-        self.prints[i as usize]
-    }
-
-    pub fn id(&self, i: u32) -> &str {
+    fn id_str(&self, i: u32) -> &str {
         let i = i as usize;
         let start = if i == 0 { 0 } else { self.id_ends[i - 1] } as usize;
         let bytes = &self.ids[start..self.id_ends[i] as usize];
         // Only whole `&str`s are pushed, so every stored range is UTF-8.
         std::str::from_utf8(bytes).unwrap_or_default()
     }
+}
 
-    /// The page stored under `id`, if any.
-    pub fn by_id(&self, id_hash: u64, id: &str) -> Option<u32> {
-        self.by_id
+impl PrintStore for PrintIndex {
+    type Error = Infallible;
+
+    fn len(&self) -> usize {
+        self.prints.len()
+    }
+
+    fn by_id(&mut self, id_hash: u64, id: &str) -> Result<Option<u32>, Infallible> {
+        Ok(self
+            .by_id
             .get(&id_hash)
             .copied()
-            .filter(|i| self.id(*i) == id)
+            .filter(|i| self.id_str(*i) == id))
     }
 
-    pub fn by_exact(&self, exact: u128) -> Option<u32> {
-        self.exact.get(&fold(exact)).copied()
+    fn by_exact(&mut self, exact: u128) -> Result<Option<u32>, Infallible> {
+        Ok(self.exact.get(&fold(exact)).copied())
     }
 
-    /// The band keys of `print`: band number and band value, packed.
-    pub fn keys(&self, print: u64) -> Vec<u64> {
-        self.banding
-            .bands(print)
-            .into_iter()
-            .map(|(band, value)| {
-                if self.banding.count == 1 {
-                    value
-                } else {
-                    (u64::from(band) << 32) | value
-                }
-            })
-            .collect()
-    }
-
-    /// The pages in the bucket of `key`, oldest first.
-    pub fn bucket(&self, band: usize, key: u64) -> Vec<u32> {
-        let mut out = Vec::new();
+    fn bucket(
+        &mut self,
+        band: usize,
+        key: u64,
+        out: &mut Vec<(u32, u64)>,
+    ) -> Result<(), Infallible> {
+        let from = out.len();
         let mut at = self.buckets.get(&key).map_or(END, |(head, _)| *head);
-        let bands = self.banding.count as usize;
         while at != END {
-            out.push(at);
-            at = self.links[at as usize * bands + band];
+            out.push((at, self.prints[at as usize]));
+            at = self.links[at as usize * self.bands + band];
         }
-        out.reverse();
-        out
+        out[from..].reverse();
+        Ok(())
     }
 
-    /// Stores a page; a full bucket (`max_per_bucket`) does not take it, its other bands do.
-    pub fn insert(&mut self, print: u64, exact: u128, id_hash: u64, id: &str, max_per_bucket: u32) {
+    fn id(&mut self, page: u32) -> Result<String, Infallible> {
+        Ok(self.id_str(page).to_string())
+    }
+
+    fn insert(
+        &mut self,
+        page: &StoredPrint<'_>,
+        keys: &[u64],
+        max_per_bucket: u32,
+    ) -> Result<(), Infallible> {
         let idx = self.prints.len() as u32;
-        self.prints.push(print);
-        self.ids.extend_from_slice(id.as_bytes());
+        self.prints.push(page.print);
+        self.ids.extend_from_slice(page.id.as_bytes());
         self.id_ends.push(self.ids.len() as u64);
-        self.exact.entry(fold(exact)).or_insert(idx);
-        self.by_id.insert(id_hash, idx);
-        for key in self.keys(print) {
-            let (head, len) = self.buckets.entry(key).or_insert((END, 0));
+        self.exact.entry(fold(page.exact)).or_insert(idx);
+        self.by_id.insert(page.id_hash, idx);
+        for key in keys {
+            let (head, len) = self.buckets.entry(*key).or_insert((END, 0));
             if *len < max_per_bucket {
                 self.links.push(*head);
                 *head = idx;
@@ -156,33 +145,54 @@ impl PrintIndex {
                 self.links.push(END);
             }
         }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::print_store::band_keys;
 
     #[test]
     fn pages_come_back_by_id_exact_hash_and_bucket() {
-        let mut ix = PrintIndex::new(Banding::for_distance(2));
+        let banding = Banding::for_distance(2);
+        let mut ix = PrintIndex::new(banding);
         let print = 0x0123_4567_89ab_cdefu64;
-        ix.insert(print, 7, 11, "http://a.test/é", 2);
-        ix.insert(print ^ 1, 8, 12, "http://a.test/2", 2);
-        ix.insert(print ^ 2, 9, 13, "http://a.test/3", 2);
+        let pages = [
+            (print, 7, 11, "http://a.test/é"),
+            (print ^ 1, 8, 12, "http://a.test/2"),
+            (print ^ 2, 9, 13, "http://a.test/3"),
+        ];
+        for (print, exact, id_hash, id) in pages {
+            let page = StoredPrint {
+                print,
+                exact,
+                id_hash,
+                id,
+            };
+            ix.insert(&page, &band_keys(&banding, print), 2).unwrap();
+        }
         assert_eq!(ix.len(), 3);
-        assert_eq!(ix.id(0), "http://a.test/é");
-        assert_eq!(ix.id(2), "http://a.test/3");
-        assert_eq!(ix.by_id(12, "http://a.test/2"), Some(1));
-        assert_eq!(ix.by_id(12, "http://a.test/other"), None);
-        assert_eq!(ix.by_exact(9), Some(2));
-        let keys = ix.keys(print);
+        assert_eq!(ix.id(0).unwrap(), "http://a.test/é");
+        assert_eq!(ix.id(2).unwrap(), "http://a.test/3");
+        assert_eq!(ix.by_id(12, "http://a.test/2").unwrap(), Some(1));
+        assert_eq!(ix.by_id(12, "http://a.test/other").unwrap(), None);
+        assert_eq!(ix.by_exact(9).unwrap(), Some(2));
+        let keys = band_keys(&banding, print);
         assert_eq!(keys.len(), 3);
+        let bucket = |ix: &mut PrintIndex, band: usize| {
+            let mut out = Vec::new();
+            ix.bucket(band, keys[band], &mut out).unwrap();
+            out.into_iter().map(|(i, _)| i).collect::<Vec<_>>()
+        };
         // Bits 0 and 1 are in band 0: the two later pages share bands 1 and 2 only, and
         // each bucket holds at most two pages, oldest first.
-        assert_eq!(ix.bucket(0, keys[0]), vec![0]);
-        assert_eq!(ix.bucket(1, keys[1]), vec![0, 1]);
-        assert_eq!(ix.bucket(2, keys[2]), vec![0, 1]);
-        assert_eq!(ix.print(2), print ^ 2);
+        assert_eq!(bucket(&mut ix, 0), vec![0]);
+        assert_eq!(bucket(&mut ix, 1), vec![0, 1]);
+        assert_eq!(bucket(&mut ix, 2), vec![0, 1]);
+        let mut out = Vec::new();
+        ix.bucket(2, keys[2], &mut out).unwrap();
+        assert_eq!(out[1].1, print ^ 1);
     }
 }

@@ -10,7 +10,7 @@ use crate::{DB_FILE, StoreResult};
 pub const SPILL_FILE: &str = "frontier.spill";
 
 /// The entries trawl writes in a crawl directory (and `--overwrite` removes).
-pub const OUTPUTS: [&str; 13] = [
+pub const OUTPUTS: [&str; 14] = [
     DB_FILE,
     "crawl.db-wal",
     "crawl.db-shm",
@@ -24,6 +24,7 @@ pub const OUTPUTS: [&str; 13] = [
     "index",
     "index-preview",
     SPILL_FILE,
+    crate::gate_file::GATE_FILE,
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -11,11 +11,14 @@
 //! - [`durable`]: the in-memory state and discovered hop of the embedded runtime, wrapped
 //!   to report to the journal.
 //! - [`resume`]: what a resumed crawl reads back.
+//! - [`gate_file`]: the SimHash gate's prints in `gate.db`, a file of the crawl made anew
+//!   at each start, so the gate does not grow the process with the crawl.
 //! - [`history`]: an earlier crawl's directory, as what a re-crawl compares with.
 //! - [`dir`]: what an output directory holds, before anything is written to it.
 
 pub mod dir;
 pub mod durable;
+pub mod gate_file;
 pub mod history;
 pub mod journal;
 pub mod resume;

@@ -1,0 +1,114 @@
+//! What the SimHash gate costs a page in memory and in its file (`gate.db`): time a page
+//! and the process's peak resident memory, for N pages whose prints and ids look like a
+//! crawl's (one in ten a near-copy of an earlier page, ids of 45 to 60 bytes).
+//!
+//! ```text
+//! cargo run --release -p trawl-store --example gate_cost -- memory 1000000
+//! cargo run --release -p trawl-store --example gate_cost -- file 1000000 /tmp/gate-dir
+//! ```
+//!
+//! One store a run, so each peak is its own.
+
+use std::time::Instant;
+
+use trawl_dedup::{Fingerprint, GateVerdict, MemoryGate, SimGate};
+use trawl_store::gate_file::{GATE_FILE, GateFile};
+
+type Check<'a> = dyn FnMut(Fingerprint, &str) -> anyhow::Result<GateVerdict> + 'a;
+
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+struct Pages {
+    x: u64,
+    made: Vec<u64>,
+    i: u64,
+}
+
+impl Pages {
+    fn next_u64(&mut self) -> u64 {
+        self.x ^= self.x << 13;
+        self.x ^= self.x >> 7;
+        self.x ^= self.x << 17;
+        self.x
+    }
+
+    fn next(&mut self) -> (Fingerprint, String) {
+        let r = self.next_u64();
+        let simhash = if r.is_multiple_of(10) && !self.made.is_empty() {
+            let pick = self.next_u64() as usize % self.made.len();
+            let base = self.made[pick];
+            base ^ (1 << (self.next_u64() % 64))
+        } else {
+            self.next_u64()
+        };
+        // A sample of earlier prints is enough to draw near-copies from.
+        if self.made.len() < 100_000 {
+            self.made.push(simhash);
+        }
+        self.i += 1;
+        let fp = Fingerprint {
+            simhash,
+            exact: u128::from(self.next_u64()) << 64 | u128::from(self.i),
+        };
+        let id = format!("http://127.0.{}.1/p/{}/{:x}", r % 20, self.i, r >> 40);
+        (fp, id)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let which = args.first().map_or("memory", String::as_str);
+    let n: u64 = args.get(1).map_or(Ok(1_000_000), |s| s.parse())?;
+    let mut pages = Pages {
+        x: 0x9E37_79B9_7F4A_7C15,
+        made: Vec::new(),
+        i: 0,
+    };
+    let file_gate;
+    let memory_gate;
+    let mut check: Box<Check> = match which {
+        "memory" => {
+            memory_gate = MemoryGate::new(2);
+            Box::new(|fp, id| Ok(memory_gate.check_and_insert_sync(fp, id)))
+        }
+        "file" => {
+            let dir = args.get(2).map_or("/tmp", String::as_str);
+            let path = std::path::Path::new(dir).join(GATE_FILE);
+            file_gate = SimGate::with_store(GateFile::create(&path)?, 2);
+            Box::new(|fp, id| Ok(file_gate.try_check_and_insert(fp, id)?))
+        }
+        other => anyhow::bail!("memory or file, not {other}"),
+    };
+    let base = peak_rss_kib();
+    let start = Instant::now();
+    let mut copies = 0u64;
+    let mut lap = Instant::now();
+    for i in 1..=n {
+        let (fp, id) = pages.next();
+        copies += u64::from(check(fp, &id)? != GateVerdict::Kept);
+        if i % (n / 4).max(1) == 0 {
+            println!(
+                "{which}: {i} pages, {:.1} us a page over the last quarter, peak RSS {} MiB",
+                lap.elapsed().as_secs_f64() * 1e6 / (n / 4).max(1) as f64,
+                peak_rss_kib() / 1024
+            );
+            lap = Instant::now();
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{which}: {n} pages in {secs:.1} s ({:.1} us a page), {copies} copies, peak RSS {} MiB ({:.0} bytes a page over the start)",
+        secs * 1e6 / n as f64,
+        peak_rss_kib() / 1024,
+        (peak_rss_kib().saturating_sub(base) * 1024) as f64 / n as f64
+    );
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! The embedded crawl's SimHash gate kept in a file of the crawl directory (`gate.db`),
+//! so that the gate does not grow the process with the crawl: in memory it took about
+//! 0.2 KB a page, 2 GB at ten million pages. Here a page costs a few rows on disk; the
+//! process keeps SQLite's page cache ([`CACHE_KIB`]) and the kernel caches the rest of the
+//! file outside it.
+//!
+//! The file holds nothing the crawl store does not: it is made anew at each start and
+//! filled again from the pages a resumed crawl kept (`cli/src/page_gate.rs`), so it needs
+//! no journal, no sync and no format of its own to keep stable; it is removed when the
+//! crawl's process lets go of it.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use trawl_dedup::print_store::{PrintStore, StoredPrint, fold};
+
+use crate::{StoreError, StoreResult};
+
+/// The gate's file in a crawl directory.
+pub const GATE_FILE: &str = "gate.db";
+
+/// SQLite's page cache for the gate, in KiB: the bound on what the gate keeps resident.
+pub const CACHE_KIB: i64 = 8 * 1024;
+
+/// Inserts between commits. Nothing is synced, so a commit only hands dirty pages to the
+/// kernel; a long transaction would keep them in SQLite's cache past its bound.
+const COMMIT_EVERY: u32 = 512;
+
+const TABLES: &str = "
+CREATE TABLE pages (n INTEGER PRIMARY KEY, print INTEGER NOT NULL, id TEXT NOT NULL);
+CREATE TABLE exact (hash INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE ids (hash INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE bands (
+    key   INTEGER NOT NULL,
+    n     INTEGER NOT NULL,
+    print INTEGER NOT NULL,
+    PRIMARY KEY (key, n)
+) WITHOUT ROWID;
+";
+
+/// The gate's prints in `gate.db`: the same buckets, order and caps as
+/// [`trawl_dedup::print_index::PrintIndex`], so the verdicts are the same page for page.
+pub struct GateFile {
+    conn: Connection,
+    path: PathBuf,
+    pages: u32,
+    uncommitted: u32,
+    /// Bucket sizes met by the last `bucket` calls: the gate reads every bucket of a page
+    /// before it stores it, so the insert need not count them again.
+    sizes: Vec<(u64, u32)>,
+}
+
+/// SQLite keeps 64-bit integers signed; hashes and prints go in bit for bit.
+fn signed(x: u64) -> i64 {
+    x as i64
+}
+
+impl GateFile {
+    /// Makes the gate's file at `path` anew (an earlier one, left by a stopped process, is
+    /// removed first).
+    pub fn create(path: &Path) -> StoreResult<Self> {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        let conn = Connection::open(path)?;
+        // Rebuilt from the crawl store at each start: a crash loses nothing it needs.
+        conn.pragma_update(None, "journal_mode", "OFF")?;
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+        conn.execute_batch(TABLES)?;
+        conn.execute_batch("BEGIN")?;
+        Ok(GateFile {
+            conn,
+            path: path.to_path_buf(),
+            pages: 0,
+            uncommitted: 0,
+            sizes: Vec::new(),
+        })
+    }
+
+    fn commit_now_and_then(&mut self) -> StoreResult<()> {
+        self.uncommitted += 1;
+        if self.uncommitted >= COMMIT_EVERY {
+            self.conn.execute_batch("COMMIT; BEGIN")?;
+            self.uncommitted = 0;
+        }
+        Ok(())
+    }
+
+    fn bucket_size(&self, key: u64) -> StoreResult<u32> {
+        if let Some((_, n)) = self.sizes.iter().find(|(k, _)| *k == key) {
+            return Ok(*n);
+        }
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM bands WHERE key = ?1")?
+            .query_row([signed(key)], |r| r.get(0))?;
+        Ok(n as u32)
+    }
+}
+
+impl Drop for GateFile {
+    fn drop(&mut self) {
+        // Made anew at the next start anyway; a file that cannot be removed only costs disk.
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            tracing::debug!(path = %self.path.display(), "gate file not removed: {e}");
+        }
+    }
+}
+
+impl PrintStore for GateFile {
+    type Error = StoreError;
+
+    fn len(&self) -> usize {
+        self.pages as usize
+    }
+
+    fn by_id(&mut self, id_hash: u64, id: &str) -> StoreResult<Option<u32>> {
+        let found: Option<(i64, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT ids.n, pages.id FROM ids JOIN pages ON pages.n = ids.n
+                 WHERE ids.hash = ?1",
+            )?
+            .query_row([signed(id_hash)], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        Ok(found
+            .filter(|(_, stored)| stored == id)
+            .map(|(n, _)| n as u32))
+    }
+
+    fn by_exact(&mut self, exact: u128) -> StoreResult<Option<u32>> {
+        let n: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT n FROM exact WHERE hash = ?1")?
+            .query_row([signed(fold(exact))], |r| r.get(0))
+            .optional()?;
+        Ok(n.map(|n| n as u32))
+    }
+
+    fn bucket(&mut self, band: usize, key: u64, out: &mut Vec<(u32, u64)>) -> StoreResult<()> {
+        if band == 0 {
+            self.sizes.clear();
+        }
+        let from = out.len();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT n, print FROM bands WHERE key = ?1 ORDER BY n")?;
+        let rows = stmt.query_map([signed(key)], |r| {
+            Ok((r.get::<_, i64>(0)? as u32, r.get::<_, i64>(1)? as u64))
+        })?;
+        for row in rows {
+            out.push(row?);
+        }
+        self.sizes.push((key, (out.len() - from) as u32));
+        Ok(())
+    }
+
+    fn id(&mut self, page: u32) -> StoreResult<String> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM pages WHERE n = ?1")?
+            .query_row([i64::from(page)], |r| r.get(0))?)
+    }
+
+    fn insert(
+        &mut self,
+        page: &StoredPrint<'_>,
+        keys: &[u64],
+        max_per_bucket: u32,
+    ) -> StoreResult<()> {
+        let n = i64::from(self.pages);
+        let print = signed(page.print);
+        self.conn
+            .prepare_cached("INSERT INTO pages (n, print, id) VALUES (?1, ?2, ?3)")?
+            .execute(params![n, print, page.id])?;
+        self.conn
+            .prepare_cached("INSERT OR IGNORE INTO exact (hash, n) VALUES (?1, ?2)")?
+            .execute(params![signed(fold(page.exact)), n])?;
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO ids (hash, n) VALUES (?1, ?2)")?
+            .execute(params![signed(page.id_hash), n])?;
+        for key in keys {
+            if self.bucket_size(*key)? < max_per_bucket {
+                self.conn
+                    .prepare_cached("INSERT INTO bands (key, n, print) VALUES (?1, ?2, ?3)")?
+                    .execute(params![signed(*key), n, print])?;
+            }
+        }
+        self.sizes.clear();
+        self.pages += 1;
+        self.commit_now_and_then()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trawl_dedup::{Fingerprint, GateVerdict, MemoryGate, SimGate};
+
+    /// A small deterministic generator: families of prints a few bits apart, exact copies
+    /// and ids shown twice, so every branch of the rule is met.
+    fn pages(n: u64) -> Vec<(Fingerprint, String)> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out: Vec<(Fingerprint, String)> = Vec::new();
+        for i in 0..n {
+            let r = next();
+            let fp = match (r % 7, out.len()) {
+                (0 | 1, k) if k > 0 => {
+                    let (base, _) = out[(next() as usize) % k];
+                    let flips = (next() % 4) as u32;
+                    let mut s = base.simhash;
+                    for _ in 0..flips {
+                        s ^= 1 << (next() % 64);
+                    }
+                    Fingerprint {
+                        simhash: s,
+                        exact: u128::from(next()),
+                    }
+                }
+                (2, k) if k > 0 => out[(next() as usize) % k].0,
+                _ => Fingerprint {
+                    simhash: next(),
+                    exact: u128::from(next()),
+                },
+            };
+            let id = if r % 11 == 3 && i > 0 {
+                out[(next() as usize) % out.len()].1.clone()
+            } else {
+                format!("http://h{}.test/p/{i}", r % 13)
+            };
+            out.push((fp, id));
+        }
+        out
+    }
+
+    #[test]
+    fn the_file_gate_gives_the_memory_gates_verdicts_page_for_page() {
+        let dir = tempfile::tempdir().unwrap();
+        for distance in [0, 2, 3] {
+            let path = dir.path().join(GATE_FILE);
+            let file = SimGate::with_store(GateFile::create(&path).unwrap(), distance);
+            let memory = MemoryGate::new(distance);
+            let mut copies = 0;
+            for (fp, id) in pages(6_000) {
+                let want = memory.check_and_insert_sync(fp, &id);
+                let got = file.try_check_and_insert(fp, &id).unwrap();
+                assert_eq!(got, want, "distance {distance}, page {id}");
+                copies += usize::from(want != GateVerdict::Kept);
+            }
+            assert_eq!(file.len(), memory.len());
+            assert!(copies > 1_000, "the pages exercise copies: {copies}");
+            assert!(path.exists());
+            drop(file);
+            assert!(!path.exists(), "the file goes with the gate");
+        }
+    }
+
+    #[test]
+    fn a_full_bucket_takes_no_more_pages_in_the_file_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GATE_FILE);
+        let mut file = GateFile::create(&path).unwrap();
+        let mut memory = trawl_dedup::print_index::PrintIndex::new(
+            trawl_dedup::simhash::Banding::for_distance(0),
+        );
+        for i in 0..5u64 {
+            let id = format!("p{i}");
+            let page = StoredPrint {
+                print: 42,
+                exact: u128::from(i),
+                id_hash: i,
+                id: &id,
+            };
+            file.insert(&page, &[42], 3).unwrap();
+            memory.insert(&page, &[42], 3).unwrap();
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        file.bucket(0, 42, &mut a).unwrap();
+        memory.bucket(0, 42, &mut b).unwrap();
+        assert_eq!(a, vec![(0, 42), (1, 42), (2, 42)]);
+        assert_eq!(a, b);
+        assert_eq!(file.len(), 5);
+        assert_eq!(file.id(4).unwrap(), "p4");
+    }
+
+    #[test]
+    fn an_earlier_file_is_made_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GATE_FILE);
+        std::fs::write(&path, b"left by a killed crawl").unwrap();
+        let gate = SimGate::with_store(GateFile::create(&path).unwrap(), 2);
+        let fp = Fingerprint {
+            simhash: 7,
+            exact: 7,
+        };
+        assert_eq!(
+            gate.try_check_and_insert(fp, "a").unwrap(),
+            GateVerdict::Kept
+        );
+        assert_eq!(gate.len(), 1);
+    }
+}
