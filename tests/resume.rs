@@ -138,6 +138,9 @@ async fn a_crawl_stopped_and_killed_at_random_moments_resumes_to_every_page_once
         "--progress".into(),
         "none".into(),
         "--no-embed".into(),
+        // The dedup gate moves to its file early, so the kills meet it there too.
+        "--gate-in-memory".into(),
+        "20".into(),
         "--resume".into(),
     ]
     .to_vec();

@@ -31,6 +31,8 @@ async fn every_page_of_a_synthetic_web_once_and_politely() {
     o.crawl.max_query_variants = 40;
     // The frontier runs thousands of URLs ahead: most of them wait in its spill file.
     o.queued_in_memory = 300;
+    // The dedup gate moves to its file a sixth of the way in.
+    o.gate_in_memory = 1_000;
     trawl::crawl(o).await.unwrap();
     let spill = out.path().join(trawl_store::dir::SPILL_FILE);
     assert_eq!(std::fs::metadata(spill).unwrap().len(), 0, "read through");

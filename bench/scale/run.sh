@@ -21,7 +21,9 @@
 # The server's CPU is given for each side. Results: bench/out/scale/summary.json.
 # BIN=DIR runs the binaries in DIR instead of a release build; EXTRACTOR_WORKERS=N gives
 # each cluster extractor N workers (default 1); REDIS_SHARDS=N shards the crawl's per-host
-# state across N redis-servers (default 1; TRAWL_REDIS_STATE_URLS).
+# state across N redis-servers (default 1; TRAWL_REDIS_STATE_URLS); EMBEDDED_ARGS="..." adds
+# options to the embedded crawl (say `--gate-in-memory 10000000`: the whole dedup gate in
+# memory, as before it moved to a file past 200,000 pages).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -96,7 +98,8 @@ crawl_one() {
 
 if [[ $only == *embedded* ]]; then
   crawl_one embedded "$out/embedded/pages.jsonl" \
-    "$BIN/trawl" crawl "${common[@]}" --no-index --progress none --out "$out/embedded"
+    "$BIN/trawl" crawl "${common[@]}" --no-index --progress none --out "$out/embedded" \
+    ${EMBEDDED_ARGS:-}
 fi
 
 if [[ $only == *cluster* ]]; then

@@ -27,7 +27,8 @@ def time_file(path):
 
 
 def pages_of(paths):
-    """Lines, distinct /p/N pages and their repeats, statuses, near-copies flagged."""
+    """Lines, distinct /p/N pages and their repeats (redirect records aside), statuses,
+    near-copies flagged."""
     urls, statuses, dups, lines = Counter(), Counter(), 0, 0
     for p in paths:
         with open(p) as f:
@@ -37,6 +38,10 @@ def pages_of(paths):
                 statuses[str(r.get("status"))] += 1
                 if r.get("duplicate_of"):
                     dups += 1
+                # A redirect's own record names its target as final_url: it is a hop of
+                # the chain, not a second copy of the page it points at.
+                if str(r.get("status", "")).startswith("3"):
+                    continue
                 u = r.get("final_url") or r.get("url")
                 if re.search(r"/p/\d+$", u) or re.search(r"://[^/]+/$", u):
                     urls[u] += 1

@@ -124,6 +124,10 @@ pub struct CrawlOptions {
     /// OUT/frontier.spill, so memory stays flat however far discovery runs ahead.
     #[arg(long, value_name = "N", default_value_t = 50_000)]
     pub queued_in_memory: usize,
+    /// Pages the SimHash dedup gate keeps in memory (about 250 bytes each); past that it
+    /// moves to OUT/gate.db, so memory stays flat however many pages the crawl keeps.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub gate_in_memory: usize,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,

@@ -1,6 +1,6 @@
-//! The embedded runtime's page gate: SimHash in a file of the crawl (`gate.db`, so the
-//! gate does not grow the process with the crawl), MinHash in memory; and what a resumed
-//! crawl puts back into it.
+//! The embedded runtime's page gate: SimHash in memory for the first pages, then in a file
+//! of the crawl (`gate.db`, so the gate does not grow the process with the crawl), MinHash
+//! in memory; and what a resumed crawl puts back into it.
 
 use std::io::{BufRead, Seek};
 use std::path::Path;
@@ -8,27 +8,28 @@ use std::sync::Arc;
 
 use trawl_core::settings::PageGate;
 use trawl_dedup::{Gate, GateMethod, GatePage, MemoryMinGate, SimGate};
-use trawl_store::gate_file::{GATE_FILE, GateFile};
+use trawl_store::gate_file::{CrawlPrints, GATE_FILE};
 use trawl_store::resume::KeptPage;
 
 /// The embedded runtime's page gate, of the crawl's method.
 pub enum EmbeddedGate {
-    SimHash(Arc<SimGate<GateFile>>),
+    SimHash(Arc<SimGate<CrawlPrints>>),
     MinHash(Arc<MemoryMinGate>),
 }
 
 impl EmbeddedGate {
-    /// The gate of the crawl in `out`: a SimHash gate's file is made there anew.
-    pub fn new(g: PageGate, out: &Path) -> anyhow::Result<Self> {
-        Ok(match g {
+    /// The gate of the crawl in `out`: a SimHash gate keeps `in_memory` pages in memory,
+    /// then moves to its file there, made anew.
+    pub fn new(g: PageGate, out: &Path, in_memory: usize) -> Self {
+        match g {
             PageGate::SimHash { distance } => {
-                let file = GateFile::create(&out.join(GATE_FILE))?;
-                Self::SimHash(Arc::new(SimGate::with_store(file, distance)))
+                let prints = CrawlPrints::new(&out.join(GATE_FILE), distance, in_memory);
+                Self::SimHash(Arc::new(SimGate::with_store(prints, distance)))
             }
             PageGate::MinHash { similarity } => {
                 Self::MinHash(Arc::new(MemoryMinGate::new(similarity)))
             }
-        })
+        }
     }
 
     pub fn shared(self) -> Arc<dyn Gate> {
@@ -132,27 +133,30 @@ mod tests {
             (PageGate::MinHash { similarity: 0.8 }, GateMethod::MinHash),
             (PageGate::SimHash { distance: 2 }, GateMethod::SimHash),
         ] {
-            let gate = EmbeddedGate::new(g, dir.path()).unwrap();
-            gate.restore(&kept, &path).unwrap();
-            let gate = gate.shared();
-            // Copies of what was written name the pages kept before the stop.
-            let copy = words(120, "a");
-            let v = gate
-                .check_and_insert(&probe(&copy, m), "http://a.test/new")
-                .await
-                .unwrap();
-            assert_eq!(v.original(), Some("http://a.test/one"), "{m:?}");
-            let v = gate
-                .check_and_insert(&probe(&words(120, "b"), m), "http://a.test/two-again")
-                .await
-                .unwrap();
-            assert_eq!(v.original(), Some("http://a.test/two"), "{m:?}");
-            // A kept page fetched again after the stop is still kept.
-            let v = gate
-                .check_and_insert(&probe(&words(120, "a"), m), "http://a.test/one")
-                .await
-                .unwrap();
-            assert_eq!(v, trawl_dedup::GateVerdict::Kept, "{m:?}");
+            // In memory, and in the file from the first page on.
+            for in_memory in [100, 0] {
+                let gate = EmbeddedGate::new(g, dir.path(), in_memory);
+                gate.restore(&kept, &path).unwrap();
+                let gate = gate.shared();
+                // Copies of what was written name the pages kept before the stop.
+                let copy = words(120, "a");
+                let v = gate
+                    .check_and_insert(&probe(&copy, m), "http://a.test/new")
+                    .await
+                    .unwrap();
+                assert_eq!(v.original(), Some("http://a.test/one"), "{m:?}");
+                let v = gate
+                    .check_and_insert(&probe(&words(120, "b"), m), "http://a.test/two-again")
+                    .await
+                    .unwrap();
+                assert_eq!(v.original(), Some("http://a.test/two"), "{m:?}");
+                // A kept page fetched again after the stop is still kept.
+                let v = gate
+                    .check_and_insert(&probe(&words(120, "a"), m), "http://a.test/one")
+                    .await
+                    .unwrap();
+                assert_eq!(v, trawl_dedup::GateVerdict::Kept, "{m:?}");
+            }
         }
     }
 }

@@ -171,8 +171,7 @@ impl Pipeline {
         let hops = queues.hops();
         let gate = s
             .page_gate()
-            .map(|g| crate::page_gate::EmbeddedGate::new(g, &opts.out))
-            .transpose()?;
+            .map(|g| crate::page_gate::EmbeddedGate::new(g, &opts.out, opts.gate_in_memory));
         if let Some(r) = &resume {
             restore(r, s, &memory, gate.as_ref(), &opts.out).await?;
         }

@@ -75,6 +75,29 @@ impl PrintIndex {
         }
     }
 
+    /// Page `i`'s print and id, for a store that takes the pages over.
+    pub fn page(&self, i: u32) -> (u64, &str) {
+        (self.prints[i as usize], self.id_str(i))
+    }
+
+    /// The first page of each folded exact hash ([`crate::print_store::fold`]).
+    pub fn exact_entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.exact.iter().map(|(k, v)| (*k, *v))
+    }
+
+    /// The newest page of each id hash.
+    pub fn id_entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.by_id.iter().map(|(k, v)| (*k, *v))
+    }
+
+    /// Every bucket's band number and key.
+    pub fn bucket_keys(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let bands = self.bands;
+        self.buckets
+            .keys()
+            .map(move |k| (if bands == 1 { 0 } else { (*k >> 32) as usize }, *k))
+    }
+
     fn id_str(&self, i: u32) -> &str {
         let i = i as usize;
         let start = if i == 0 { 0 } else { self.id_ends[i - 1] } as usize;

@@ -1,8 +1,10 @@
 //! The embedded crawl's SimHash gate kept in a file of the crawl directory (`gate.db`),
-//! so that the gate does not grow the process with the crawl: in memory it took about
-//! 0.2 KB a page, 2 GB at ten million pages. Here a page costs a few rows on disk; the
-//! process keeps SQLite's page cache ([`CACHE_KIB`]) and the kernel caches the rest of the
-//! file outside it.
+//! so that the gate does not grow the process with the crawl: in memory it takes about
+//! 0.25 KB a page, 2.5 GB at ten million pages. In the file a page costs a few rows on
+//! disk; the process keeps SQLite's page cache ([`CACHE_KIB`]) and the kernel caches the
+//! rest of the file outside it. A lookup there costs tens of microseconds where memory
+//! takes two, so a crawl keeps its first pages in memory ([`CrawlPrints`]) and moves them
+//! to the file when there are more.
 //!
 //! The file holds nothing the crawl store does not: it is made anew at each start and
 //! filled again from the pages a resumed crawl kept (`cli/src/page_gate.rs`), so it needs
@@ -12,7 +14,9 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
+use trawl_dedup::print_index::PrintIndex;
 use trawl_dedup::print_store::{PrintStore, StoredPrint, fold};
+use trawl_dedup::simhash::Banding;
 
 use crate::{StoreError, StoreResult};
 
@@ -79,6 +83,50 @@ impl GateFile {
             uncommitted: 0,
             sizes: Vec::new(),
         })
+    }
+
+    /// Makes the file anew with the pages of `index`, as they are there: the same numbers,
+    /// buckets and first pages by exact hash and id. Rows go in in key order, which is
+    /// what SQLite's B-trees append fastest.
+    pub fn take_over(path: &Path, index: &mut PrintIndex) -> StoreResult<Self> {
+        let mut file = Self::create(path)?;
+        let pages = index.len() as u32;
+        {
+            let conn = &file.conn;
+            let mut put = conn.prepare("INSERT INTO pages (n, print, id) VALUES (?1, ?2, ?3)")?;
+            for n in 0..pages {
+                let (print, id) = index.page(n);
+                put.execute(params![i64::from(n), signed(print), id])?;
+            }
+            for (table, entries) in [
+                ("exact", index.exact_entries().collect::<Vec<_>>()),
+                ("ids", index.id_entries().collect()),
+            ] {
+                let mut rows: Vec<(i64, u32)> =
+                    entries.into_iter().map(|(k, n)| (signed(k), n)).collect();
+                rows.sort_unstable();
+                let mut put =
+                    conn.prepare(&format!("INSERT INTO {table} (hash, n) VALUES (?1, ?2)"))?;
+                for (hash, n) in rows {
+                    put.execute(params![hash, i64::from(n)])?;
+                }
+            }
+            let mut rows: Vec<(i64, u32, u64)> = Vec::new();
+            let mut bucket = Vec::new();
+            for (band, key) in index.bucket_keys().collect::<Vec<_>>() {
+                bucket.clear();
+                let Ok(()) = index.bucket(band, key, &mut bucket);
+                rows.extend(bucket.iter().map(|(n, print)| (signed(key), *n, *print)));
+            }
+            rows.sort_unstable();
+            let mut put = conn.prepare("INSERT INTO bands (key, n, print) VALUES (?1, ?2, ?3)")?;
+            for (key, n, print) in rows {
+                put.execute(params![key, i64::from(n), signed(print)])?;
+            }
+        }
+        file.pages = pages;
+        file.conn.execute_batch("COMMIT; BEGIN")?;
+        Ok(file)
     }
 
     fn commit_now_and_then(&mut self) -> StoreResult<()> {
@@ -196,6 +244,108 @@ impl PrintStore for GateFile {
     }
 }
 
+/// The embedded crawl's gate store: its first `in_memory` pages in memory (about 0.25 KB
+/// each), then all of them in `gate.db`, so a small crawl gates at memory speed and a
+/// large one stays within a bound.
+pub struct CrawlPrints {
+    tier: Tier,
+    in_memory: usize,
+    path: PathBuf,
+}
+
+enum Tier {
+    Memory(PrintIndex),
+    File(GateFile),
+}
+
+impl CrawlPrints {
+    /// For a gate of `max_distance` (banded as `trawl_dedup::SimGate` bands it); the file,
+    /// when it comes to that, at `path`.
+    pub fn new(path: &Path, max_distance: u32, in_memory: usize) -> Self {
+        let banding = Banding::for_distance(max_distance.min(3));
+        CrawlPrints {
+            tier: Tier::Memory(PrintIndex::new(banding)),
+            in_memory,
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Whether the pages have moved to the file.
+    pub fn in_file(&self) -> bool {
+        matches!(self.tier, Tier::File(_))
+    }
+}
+
+impl PrintStore for CrawlPrints {
+    type Error = StoreError;
+
+    fn len(&self) -> usize {
+        match &self.tier {
+            Tier::Memory(ix) => ix.len(),
+            Tier::File(f) => f.len(),
+        }
+    }
+
+    fn by_id(&mut self, id_hash: u64, id: &str) -> StoreResult<Option<u32>> {
+        match &mut self.tier {
+            Tier::Memory(ix) => Ok(ix.by_id(id_hash, id).unwrap_or_else(|e| match e {})),
+            Tier::File(f) => f.by_id(id_hash, id),
+        }
+    }
+
+    fn by_exact(&mut self, exact: u128) -> StoreResult<Option<u32>> {
+        match &mut self.tier {
+            Tier::Memory(ix) => Ok(ix.by_exact(exact).unwrap_or_else(|e| match e {})),
+            Tier::File(f) => f.by_exact(exact),
+        }
+    }
+
+    fn bucket(&mut self, band: usize, key: u64, out: &mut Vec<(u32, u64)>) -> StoreResult<()> {
+        match &mut self.tier {
+            Tier::Memory(ix) => {
+                let Ok(()) = ix.bucket(band, key, out);
+                Ok(())
+            }
+            Tier::File(f) => f.bucket(band, key, out),
+        }
+    }
+
+    fn id(&mut self, page: u32) -> StoreResult<String> {
+        match &mut self.tier {
+            Tier::Memory(ix) => Ok(ix.id(page).unwrap_or_else(|e| match e {})),
+            Tier::File(f) => f.id(page),
+        }
+    }
+
+    fn insert(
+        &mut self,
+        page: &StoredPrint<'_>,
+        keys: &[u64],
+        max_per_bucket: u32,
+    ) -> StoreResult<()> {
+        if let Tier::Memory(ix) = &mut self.tier
+            && ix.len() >= self.in_memory
+        {
+            let started = std::time::Instant::now();
+            let file = GateFile::take_over(&self.path, ix)?;
+            tracing::info!(
+                pages = file.len(),
+                secs = started.elapsed().as_secs_f64(),
+                path = %self.path.display(),
+                "the dedup gate moved to its file"
+            );
+            self.tier = Tier::File(file);
+        }
+        match &mut self.tier {
+            Tier::Memory(ix) => {
+                let Ok(()) = ix.insert(page, keys, max_per_bucket);
+                Ok(())
+            }
+            Tier::File(f) => f.insert(page, keys, max_per_bucket),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,19 +399,28 @@ mod tests {
         for distance in [0, 2, 3] {
             let path = dir.path().join(GATE_FILE);
             let file = SimGate::with_store(GateFile::create(&path).unwrap(), distance);
+            // Moves to its file after 2,500 pages, in the middle of the families.
+            let tiered_path = dir.path().join("tiered.db");
+            let tiered =
+                SimGate::with_store(CrawlPrints::new(&tiered_path, distance, 2_500), distance);
             let memory = MemoryGate::new(distance);
             let mut copies = 0;
             for (fp, id) in pages(6_000) {
                 let want = memory.check_and_insert_sync(fp, &id);
                 let got = file.try_check_and_insert(fp, &id).unwrap();
                 assert_eq!(got, want, "distance {distance}, page {id}");
+                let got = tiered.try_check_and_insert(fp, &id).unwrap();
+                assert_eq!(got, want, "distance {distance}, page {id}, tiered");
                 copies += usize::from(want != GateVerdict::Kept);
             }
             assert_eq!(file.len(), memory.len());
+            assert_eq!(tiered.len(), memory.len());
             assert!(copies > 1_000, "the pages exercise copies: {copies}");
-            assert!(path.exists());
+            assert!(path.exists() && tiered_path.exists());
             drop(file);
+            drop(tiered);
             assert!(!path.exists(), "the file goes with the gate");
+            assert!(!tiered_path.exists());
         }
     }
 
