@@ -72,6 +72,7 @@ fn main() -> anyhow::Result<()> {
         made: Vec::new(),
         i: 0,
     };
+    let mut file_path = None;
     let file_gate;
     let memory_gate;
     let mut check: Box<Check> = match which {
@@ -82,6 +83,7 @@ fn main() -> anyhow::Result<()> {
         "file" => {
             let dir = args.get(2).map_or("/tmp", String::as_str);
             let path = std::path::Path::new(dir).join(GATE_FILE);
+            file_path = Some(path.clone());
             file_gate = SimGate::with_store(GateFile::create(&path)?, 2);
             Box::new(|fp, id| Ok(file_gate.try_check_and_insert(fp, id)?))
         }
@@ -110,5 +112,14 @@ fn main() -> anyhow::Result<()> {
         peak_rss_kib() / 1024,
         (peak_rss_kib().saturating_sub(base) * 1024) as f64 / n as f64
     );
+    if let Some(path) = file_path {
+        let bytes = std::fs::metadata(&path)?.len();
+        println!(
+            "{which}: {} is {} MB ({:.0} bytes a page)",
+            path.display(),
+            bytes / 1_000_000,
+            bytes as f64 / n as f64
+        );
+    }
     Ok(())
 }
