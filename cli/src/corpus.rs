@@ -27,6 +27,10 @@ pub struct IngestArgs {
     /// Keep every page as its own (no SimHash gate).
     #[arg(long)]
     pub no_dedup: bool,
+    /// Pages the SimHash gate keeps in memory (about 250 bytes each); past that it moves
+    /// to OUT/gate.db, so memory stays flat however many records the archives hold.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub gate_in_memory: usize,
     /// A line seen on this many earlier pages of a host is dropped as boilerplate (0, the
     /// default: off; see `trawl crawl --help`).
     #[arg(long, default_value_t = 0)]
@@ -299,6 +303,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
     let opts = IngestOptions {
         out: args.out.clone(),
         dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
+        gate_in_memory: args.gate_in_memory,
         boilerplate_min_pages: args.boilerplate_min_pages,
         threads: args
             .threads

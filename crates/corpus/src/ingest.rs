@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, MemoryGate};
+use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, SimGate};
+use trawl_store::gate_file::{CrawlPrints, GATE_FILE};
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -22,6 +23,9 @@ pub struct IngestOptions {
     pub out: PathBuf,
     /// SimHash gate distance; `None` turns the gate off.
     pub dedup_distance: Option<u32>,
+    /// Pages the gate keeps in memory before it moves to `out/gate.db`
+    /// (`trawl_store::gate_file::CrawlPrints`), so a large ingest does not grow with it.
+    pub gate_in_memory: usize,
     /// Per-host boilerplate lines: seen on this many earlier pages of a host (0: off).
     pub boilerplate_min_pages: u32,
     pub threads: usize,
@@ -258,7 +262,10 @@ pub fn ingest(
     let (rec_tx, rec_rx) = sync_channel::<(Arc<str>, Record)>(256);
     let (out_tx, out_rx) = sync_channel::<Out>(256);
     let rec_rx = Arc::new(Mutex::new(rec_rx));
-    let gate = opts.dedup_distance.map(MemoryGate::new);
+    let gate = opts.dedup_distance.map(|d| {
+        let path = opts.out.join(GATE_FILE);
+        SimGate::with_store(CrawlPrints::new(&path, d, opts.gate_in_memory), d)
+    });
     let boiler = (opts.boilerplate_min_pages > 0).then(|| {
         HostLines::new(BoilerplateConfig {
             min_pages: opts.boilerplate_min_pages,
@@ -339,7 +346,9 @@ pub fn ingest(
                     if let Some(gp) = gate_page(&mut page, GateMethod::SimHash)
                         && let Some(g) = &gate
                     {
-                        let verdict = g.match_and_insert_sync(gp.fp, &id);
+                        let verdict = g
+                            .try_match_and_insert(gp.fp, &id)
+                            .map_err(|e| std::io::Error::other(format!("dedup gate: {e}")))?;
                         match mark_copy(&mut page, verdict) {
                             Some(true) => report.duplicates_exact += 1,
                             Some(false) => report.duplicates_near += 1,

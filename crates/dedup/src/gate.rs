@@ -172,6 +172,11 @@ impl<S: PrintStore> SimGate<S> {
         self.check(fp, id, true)
     }
 
+    /// Ingest's rule (see [`MemoryGate::match_and_insert_sync`]); an error is the store's.
+    pub fn try_match_and_insert(&self, fp: Fingerprint, id: &str) -> Result<GateVerdict, S::Error> {
+        self.check(fp, id, false)
+    }
+
     /// The same rule as `trawl_cluster::redis_gate`, candidate for candidate: an exact copy
     /// of another page names it; otherwise the nearest stored page within the distance,
     /// the first met (band by band, oldest first) among equals. A page shown again (a
