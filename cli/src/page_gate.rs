@@ -23,8 +23,8 @@ impl EmbeddedGate {
     pub fn new(g: PageGate, out: &Path, in_memory: usize) -> Self {
         match g {
             PageGate::SimHash { distance } => {
-                let prints = CrawlPrints::new(&out.join(GATE_FILE), distance, in_memory);
-                Self::SimHash(Arc::new(SimGate::with_store(prints, distance)))
+                let gate = CrawlPrints::gate(&out.join(GATE_FILE), distance, in_memory);
+                Self::SimHash(Arc::new(gate))
             }
             PageGate::MinHash { similarity } => {
                 Self::MinHash(Arc::new(MemoryMinGate::new(similarity)))

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, SimGate};
+use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines};
 use trawl_store::gate_file::{CrawlPrints, GATE_FILE};
 
 use crate::archive::{ArchiveReader, Item, Record};
@@ -262,10 +262,9 @@ pub fn ingest(
     let (rec_tx, rec_rx) = sync_channel::<(Arc<str>, Record)>(256);
     let (out_tx, out_rx) = sync_channel::<Out>(256);
     let rec_rx = Arc::new(Mutex::new(rec_rx));
-    let gate = opts.dedup_distance.map(|d| {
-        let path = opts.out.join(GATE_FILE);
-        SimGate::with_store(CrawlPrints::new(&path, d, opts.gate_in_memory), d)
-    });
+    let gate = opts
+        .dedup_distance
+        .map(|d| CrawlPrints::gate(&opts.out.join(GATE_FILE), d, opts.gate_in_memory));
     let boiler = (opts.boilerplate_min_pages > 0).then(|| {
         HostLines::new(BoilerplateConfig {
             min_pages: opts.boilerplate_min_pages,

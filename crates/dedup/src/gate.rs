@@ -208,13 +208,12 @@ impl<S: PrintStore> SimGate<S> {
                 }
             }
         }
-        let mut best: Option<(u32, String)> = None;
+        // A candidate's id is read only where it may be the page's own (a file store
+        // reads it from disk); the winner's is read once, below.
+        let mut best: Option<(u32, u32)> = None;
         for &(d, i) in &cands {
-            if earlier(i) && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                let of = ix.id(i)?;
-                if !by_id || of != id {
-                    best = Some((d, of));
-                }
+            if earlier(i) && best.is_none_or(|(bd, _)| d < bd) && (!by_id || ix.id(i)? != id) {
+                best = Some((d, i));
             }
         }
         // Not stored: a redelivery, or a print already stored. A full bucket takes no more
@@ -229,7 +228,10 @@ impl<S: PrintStore> SimGate<S> {
             ix.insert(&page, &keys, MAX_PRINTS_PER_BUCKET as u32)?;
         }
         Ok(match best {
-            Some((distance, of)) => GateVerdict::Duplicate { of, distance },
+            Some((distance, i)) => GateVerdict::Duplicate {
+                of: ix.id(i)?,
+                distance,
+            },
             None => GateVerdict::Kept,
         })
     }

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
+use trawl_dedup::SimGate;
 use trawl_dedup::print_index::PrintIndex;
 use trawl_dedup::print_store::{PrintStore, StoredPrint, fold};
 use trawl_dedup::simhash::Banding;
@@ -270,9 +271,10 @@ impl CrawlPrints {
         }
     }
 
-    /// Whether the pages have moved to the file.
-    pub fn in_file(&self) -> bool {
-        matches!(self.tier, Tier::File(_))
+    /// The SimHash gate of `max_distance` over a new store: the embedded crawl's and
+    /// `trawl ingest`'s.
+    pub fn gate(path: &Path, max_distance: u32, in_memory: usize) -> SimGate<CrawlPrints> {
+        SimGate::with_store(Self::new(path, max_distance, in_memory), max_distance)
     }
 }
 
@@ -349,7 +351,7 @@ impl PrintStore for CrawlPrints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trawl_dedup::{Fingerprint, GateVerdict, MemoryGate, SimGate};
+    use trawl_dedup::{Fingerprint, GateVerdict, MemoryGate};
 
     /// A small deterministic generator: families of prints a few bits apart, exact copies
     /// and ids shown twice, so every branch of the rule is met.
@@ -401,8 +403,7 @@ mod tests {
             let file = SimGate::with_store(GateFile::create(&path).unwrap(), distance);
             // Moves to its file after 2,500 pages, in the middle of the families.
             let tiered_path = dir.path().join("tiered.db");
-            let tiered =
-                SimGate::with_store(CrawlPrints::new(&tiered_path, distance, 2_500), distance);
+            let tiered = CrawlPrints::gate(&tiered_path, distance, 2_500);
             let memory = MemoryGate::new(distance);
             let mut copies = 0;
             for (fp, id) in pages(6_000) {
