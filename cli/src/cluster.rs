@@ -16,14 +16,15 @@ use trawl_cluster::service;
 use trawl_core::archives::{ArchiveLedger, ArchiveProgress, ArchiveStage, ArchivesSummary};
 use trawl_core::counters::{Counter, Counters};
 use trawl_core::history::Unlinked;
-use trawl_core::pipeline::HOPS;
+use trawl_core::pipeline::{Hop, Stage};
 use trawl_core::queue::Queue;
 use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::State;
 use trawl_core::{ArchiveJob, Discovered, MESSAGE_VERSION};
 
-use crate::options::Targets;
+use crate::options::TargetArgs;
+use trawl_runtime::Targets;
 
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
@@ -60,7 +61,7 @@ pub struct SubmitArgs {
     #[command(flatten)]
     pub cluster: ClusterSettings,
     #[command(flatten)]
-    pub targets: Targets,
+    pub targets: TargetArgs,
     #[command(flatten)]
     pub settings: CrawlSettings,
     #[command(flatten)]
@@ -179,12 +180,13 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
     }
     args.settings.validate()?;
     trawl_cluster::redis_shards::check_crawl_id(&args.crawl).map_err(anyhow::Error::msg)?;
+    let targets = Targets::from(args.targets.clone());
     let start = if args.archives.is_empty() {
-        args.targets.resolve(&args.settings.normalizer())?.1
+        targets.resolve(&args.settings.normalizer())?.1
     } else {
-        if !args.targets.seed_list()?.is_empty()
-            || !args.targets.sitemaps.is_empty()
-            || !args.targets.feeds.is_empty()
+        if !targets.seed_list()?.is_empty()
+            || !targets.sitemaps.is_empty()
+            || !targets.feeds.is_empty()
         {
             bail!("--archives ingests archives: give start URLs to another crawl id");
         }
@@ -258,9 +260,10 @@ pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     .await
     .map_err(anyhow::Error::msg)?;
     if args.archives.is_empty() {
-        let discovered: Arc<JetStreamQueue<Discovered>> = service::queue(&client, c, "discovered")
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let discovered: Arc<JetStreamQueue<Discovered>> =
+            service::queue(&client, c, Hop::Discovered)
+                .await
+                .map_err(anyhow::Error::msg)?;
         discovered.publish(spec.seeds_message()).await?;
     } else {
         submit_archives(&client, c, &spec.crawl, &sources).await?;
@@ -294,7 +297,7 @@ async fn submit_archives(
     sources: &[String],
 ) -> anyhow::Result<()> {
     let ledger = RedisLedger::connect(&c.redis_url, crawl).await?;
-    let jobs: Arc<JetStreamQueue<ArchiveJob>> = service::queue(client, c, "archives")
+    let jobs: Arc<JetStreamQueue<ArchiveJob>> = service::queue(client, c, Hop::Archives)
         .await
         .map_err(anyhow::Error::msg)?;
     let (mut queued, mut known) = (0, 0);
@@ -476,7 +479,7 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> 
     let dead_unwritten = trawl_cluster::dead_pages::pending(&client, cluster, crawl).await?;
     let idle = pending
         .iter()
-        .all(|(hop, n)| *n == 0 || !trawl_core::pipeline::is_crawl_hop(hop))
+        .all(|(hop, n)| *n == 0 || !Hop::from_name(hop).is_some_and(Hop::is_crawl_hop))
         && queued_urls == 0
         && host_claims == 0
         && dead_unwritten == 0;
@@ -559,10 +562,11 @@ fn print_archives(a: &ArchivesSummary) {
     }
 }
 
-fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
-    HOPS.iter()
-        .copied()
-        .find(|(h, s)| *s == stage || *h == stage)
+/// The hop a stage consumes, by the stage's name or the hop's.
+fn hop_of(stage: &str) -> anyhow::Result<Hop> {
+    Stage::from_name(stage)
+        .map(Stage::consumes)
+        .or_else(|| Hop::from_name(stage))
         .with_context(|| {
             format!(
                 "unknown stage {stage:?}: ingester, frontier, fetcher, extractor, renderer, \
@@ -574,8 +578,8 @@ fn hop_of(stage: &str) -> anyhow::Result<(&'static str, &'static str)> {
 /// A dead letter as it goes back on its hop. A fetch job leaves its host claim behind
 /// (released when it was dead-lettered): without one, the fetcher puts it in its host's
 /// queue to be claimed anew.
-fn replayable(hop: &str, payload: &str) -> Vec<u8> {
-    if hop == "fetch"
+fn replayable(hop: Hop, payload: &str) -> Vec<u8> {
+    if hop == Hop::Fetch
         && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(payload)
         && let Some(job) = v.as_object_mut()
     {
@@ -586,11 +590,11 @@ fn replayable(hop: &str, payload: &str) -> Vec<u8> {
 }
 
 pub async fn dlq(args: &DlqArgs) -> anyhow::Result<()> {
-    let (hop, stage) = hop_of(&args.stage)?;
+    let hop = hop_of(&args.stage)?;
     let client = service::nats(&args.cluster)
         .await
         .map_err(anyhow::Error::msg)?;
-    let q = QueueConfig::from_settings(&args.cluster, hop, stage);
+    let q = QueueConfig::from_settings(&args.cluster, hop);
     let letters = dead_letters(&client, &q, args.limit).await?;
     match args.action {
         DlqAction::List => {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use trawl_core::settings::ProcessSettings;
 use trawl_corpus::export::{ExportOptions, Format, Row};
 use trawl_corpus::ingest::{IngestOptions, IngestReport, is_url};
 use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules};
@@ -29,8 +30,9 @@ pub struct IngestArgs {
     pub no_dedup: bool,
     /// Pages the SimHash gate keeps in memory (about 250 bytes each); past that it moves
     /// to OUT/gate.db, so memory stays flat however many records the archives hold.
-    #[arg(long, value_name = "N", default_value_t = 200_000)]
-    pub gate_in_memory: usize,
+    /// Default: the `gate_in_memory` setting (`TRAWL_GATE_IN_MEMORY`, 200,000).
+    #[arg(long, value_name = "N")]
+    pub gate_in_memory: Option<usize>,
     /// A line seen on this many earlier pages of a host is dropped as boilerplate (0, the
     /// default: off; see `trawl crawl --help`).
     #[arg(long, default_value_t = 0)]
@@ -303,7 +305,9 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
     let opts = IngestOptions {
         out: args.out.clone(),
         dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
-        gate_in_memory: args.gate_in_memory,
+        gate_in_memory: args
+            .gate_in_memory
+            .unwrap_or_else(|| ProcessSettings::default().gate_in_memory),
         boilerplate_min_pages: args.boilerplate_min_pages,
         threads: args
             .threads

@@ -48,6 +48,16 @@ pub struct IndexArgs {
     pub index: IndexSettings,
 }
 
+impl From<IndexArgs> for trawl_runtime::IndexChoice {
+    fn from(a: IndexArgs) -> Self {
+        trawl_runtime::IndexChoice {
+            embed: a.embed,
+            model_dir: a.model_dir,
+            index: a.index,
+        }
+    }
+}
+
 impl IndexArgs {
     /// The settings for an index at `dir`.
     pub fn options(&self, dir: &Path) -> IndexOptions {

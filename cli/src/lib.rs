@@ -1,24 +1,19 @@
-//! The `trawl` command's library: the embedded runtime and its options, report and progress
-//! display. The binary in `main.rs` is a thin command-line front.
+//! The `trawl` command's library: the commands' flags mapped onto the runtime's plans, the
+//! progress display, and the commands not yet in libraries of their own. The crawl itself
+//! is `trawl-runtime`'s. The binary in `main.rs` is a thin command-line front.
 
 pub mod archive_list;
 pub mod cluster;
 pub mod corpus;
-pub mod crawl_dir;
-pub mod embedded;
 pub mod extract;
 pub mod index;
-mod index_task;
 pub mod map;
 pub mod options;
-pub mod page_gate;
 pub mod progress;
 pub mod refine;
-pub mod report;
 pub mod serve;
 pub mod watch;
 pub use trawl_notifier::webhook;
 
-pub use embedded::{CrawlOutputs, crawl};
-pub use options::CrawlOptions;
-pub use report::CrawlReport;
+pub use options::CrawlArgs;
+pub use trawl_runtime::{CrawlOutputs, CrawlPlan, CrawlReport, crawl};

@@ -8,7 +8,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 // where glibc's malloc returns them to the kernel and faults them in again.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use trawl::CrawlOptions;
+use trawl::CrawlArgs;
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +72,12 @@ fn parse() -> Result<Cli, String> {
         Command::Submit(a) => a.cluster.take_limits(limits),
         Command::Status(a) => a.cluster.take_limits(limits),
         Command::Dlq(a) => a.cluster.take_limits(limits),
+        // Not a settings command (its other flags only look like settings), but this one
+        // is the setting's.
+        Command::Ingest(a) => {
+            a.gate_in_memory
+                .get_or_insert(settings.process.gate_in_memory);
+        }
         _ => {}
     }
     Ok(cli)
@@ -80,7 +86,7 @@ fn parse() -> Result<Cli, String> {
 #[derive(Subcommand)]
 enum Command {
     /// Crawl from seed URLs in one process: fetch politely, extract, write the corpus.
-    Crawl(Box<CrawlOptions>),
+    Crawl(Box<CrawlArgs>),
     /// Monitor a site: re-crawl it every --every into one directory, requesting only the
     /// pages whose revisit time has come, and report (and deliver) what changed.
     Watch(Box<trawl::watch::WatchArgs>),
@@ -144,7 +150,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Crawl(opts) => crawl(*opts),
-        Command::Watch(args) => block_on(trawl::watch::watch(*args)),
+        Command::Watch(args) => block_on(trawl_runtime::watch::watch(args.into_plan()?)),
         Command::Extract(opts) => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -192,15 +198,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn crawl(opts: CrawlOptions) -> anyhow::Result<ExitCode> {
-    let (report, out) = runtime()?.block_on(trawl::crawl(opts))?;
+fn crawl(args: CrawlArgs) -> anyhow::Result<ExitCode> {
+    let (report, out) = runtime()?.block_on(trawl::crawl(args.into_plan()))?;
     if report.interrupted {
         eprintln!("interrupted: the outputs hold what was done before the stop");
     }
     eprintln!(
         "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
         report.pages,
-        report.elapsed_s,
+        report.crawl_s,
         report.pages_per_s,
         report.robots_blocked,
         report.out_of_scope,
@@ -208,6 +214,7 @@ fn crawl(opts: CrawlOptions) -> anyhow::Result<ExitCode> {
     );
     if let (Some(ix), Some(dir)) = (&report.index, &out.index) {
         trawl::index::print_stats(ix, &dir.to_string_lossy());
+        eprintln!("index: done {:.1}s after the crawl", report.index_s);
     }
     eprintln!(
         "outputs: {} , {} , {} WARC file(s) in {}",

@@ -1,22 +1,21 @@
-//! The flags of `trawl crawl` (and, in part, `trawl submit`): the start URLs, and the
-//! sections of [`trawl_core::settings::Settings`] as flags. The flags' defaults are not
-//! written here: [`with_defaults`] fills them in from the loaded settings layers.
+//! The flags of `trawl crawl` (and, in part, `trawl submit` and `trawl watch`): the start
+//! URLs and the sections of [`trawl_core::settings::Settings`] as flags, mapped onto a
+//! [`CrawlPlan`]. The flags' defaults are not written here: [`with_defaults`] fills them in
+//! from the loaded settings layers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use anyhow::Context;
-use clap::{Args, FromArgMatches};
-use trawl_core::UrlKind;
+use clap::Args;
 use trawl_core::settings::{CrawlSettings, Settings, redact_url};
-use trawl_core::urlnorm::Normalizer;
-use url::Url;
+use trawl_runtime::{CrawlPlan, IndexPlan, StartMode, Targets};
 
-/// Start URLs, normalized, with what each is.
-pub type StartUrls = Vec<(Url, UrlKind)>;
+use crate::index::CrawlIndexArgs;
+use crate::progress::Progress;
 
 /// What to crawl.
 #[derive(Debug, Clone, Default, Args)]
-pub struct Targets {
+pub struct TargetArgs {
     /// Start URLs.
     #[arg(value_name = "SEED")]
     pub seeds: Vec<String>,
@@ -31,59 +30,21 @@ pub struct Targets {
     pub urls: Option<PathBuf>,
 }
 
-impl Targets {
-    /// The seeds given directly and in `--urls`, as written.
-    pub fn seed_list(&self) -> anyhow::Result<Vec<String>> {
-        let mut seeds = self.seeds.clone();
-        if let Some(f) = &self.urls {
-            seeds.extend(read_url_file(f)?);
+impl From<TargetArgs> for Targets {
+    fn from(a: TargetArgs) -> Targets {
+        Targets {
+            seeds: a.seeds,
+            sitemaps: a.sitemaps,
+            feeds: a.feeds,
+            urls: a.urls,
         }
-        Ok(seeds)
     }
-
-    /// The seeds as written (the `--urls` file read once) and every start URL, normalized,
-    /// with what it is. Fails on an URL that cannot be crawled and when there is nothing to
-    /// crawl.
-    pub fn resolve(&self, norm: &Normalizer) -> anyhow::Result<(Vec<String>, StartUrls)> {
-        let parse = |raw: &String| {
-            norm.parse(raw, None)
-                .with_context(|| format!("start URL {raw:?} cannot be crawled"))
-        };
-        let seeds = self.seed_list()?;
-        let mut start = Vec::new();
-        for s in &seeds {
-            start.push((parse(s)?, UrlKind::Page));
-        }
-        for s in &self.sitemaps {
-            start.push((parse(s)?, UrlKind::Sitemap));
-        }
-        for s in &self.feeds {
-            start.push((parse(s)?, UrlKind::Feed));
-        }
-        if start.is_empty() {
-            anyhow::bail!(
-                "nothing to crawl: give at least one SEED URL, --sitemap, --feed or --urls FILE"
-            );
-        }
-        Ok((seeds, start))
-    }
-}
-
-fn read_url_file(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading URL list {}", path.display()))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect())
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct CrawlOptions {
+pub struct CrawlArgs {
     #[command(flatten)]
-    pub targets: Targets,
+    pub targets: TargetArgs,
     #[command(flatten)]
     pub crawl: CrawlSettings,
     /// With `--refine`: the engine that writes the edit programs.
@@ -122,53 +83,48 @@ pub struct CrawlOptions {
     pub due_only: bool,
     /// Queued URLs the frontier keeps in memory (about 400 bytes each); the rest wait in
     /// OUT/frontier.spill, so memory stays flat however far discovery runs ahead.
-    #[arg(long, value_name = "N", default_value_t = 50_000)]
+    #[arg(long, value_name = "N")]
     pub queued_in_memory: usize,
     /// Pages the SimHash dedup gate keeps in memory (about 250 bytes each); past that it
     /// moves to OUT/gate.db, so memory stays flat however many pages the crawl keeps.
-    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    #[arg(long, value_name = "N")]
     pub gate_in_memory: usize,
     /// Progress display: auto (a bar on a terminal), bar, log or none.
     #[arg(long, default_value = "auto")]
     pub progress: String,
     #[command(flatten)]
-    pub index: crate::index::CrawlIndexArgs,
-    /// How a program running the crawl (`trawl serve`) stops it and follows it; the
-    /// command line leaves it empty (Ctrl-C stops, the progress line follows).
-    #[arg(skip)]
-    pub control: CrawlControl,
+    pub index: CrawlIndexArgs,
 }
 
-/// A crawl run by another program: its stop (an interrupt, as Ctrl-C is: the crawl stays
-/// resumable) and a live view of its counters, sent every 100 ms.
-#[derive(Debug, Clone, Default)]
-pub struct CrawlControl {
-    pub stop: Option<trawl_core::pipeline::Shutdown>,
-    pub live: Option<std::sync::Arc<tokio::sync::watch::Sender<LiveCounts>>>,
-}
-
-/// What a running crawl has done so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiveCounts {
-    /// Lines written to `pages.jsonl`.
-    pub pages: i64,
-    /// URLs waiting or in flight.
-    pub queued: usize,
-}
-
-impl CrawlOptions {
-    /// Options for a crawl of `seeds` with every default setting (no file, no
-    /// environment), as the command line would give them.
-    pub fn with_seeds<S: Into<String>>(seeds: impl IntoIterator<Item = S>) -> Self {
-        let cmd = with_defaults(
-            CrawlOptions::augment_args(clap::Command::new("trawl")),
-            &Settings::default(),
-        );
-        let m = cmd.get_matches_from(["trawl"]);
-        // Every flag has a default from the settings: parsing no arguments cannot fail.
-        let mut o = CrawlOptions::from_arg_matches(&m).expect("defaults parse");
-        o.targets.seeds = seeds.into_iter().map(Into::into).collect();
-        o
+impl CrawlArgs {
+    /// The crawl these flags ask for, its progress shown as `--progress` says.
+    pub fn into_plan(self) -> CrawlPlan {
+        let start = match (self.resume, self.overwrite) {
+            (true, _) => StartMode::Resume,
+            (_, true) => StartMode::Overwrite,
+            _ => StartMode::Fresh,
+        };
+        CrawlPlan {
+            targets: self.targets.into(),
+            crawl: self.crawl,
+            refine: self.refine,
+            concurrency: self.concurrency,
+            chromium: self.chromium,
+            render_concurrency: self.render_concurrency,
+            queued_in_memory: self.queued_in_memory,
+            gate_in_memory: self.gate_in_memory,
+            out: self.out,
+            start,
+            since: self.since,
+            due_only: self.due_only,
+            index: IndexPlan {
+                no_index: self.index.no_index,
+                index_uri: self.index.index_uri,
+                settings: self.index.settings.into(),
+            },
+            progress: Arc::new(Progress::new(&self.progress)),
+            control: Default::default(),
+        }
     }
 }
 

@@ -76,33 +76,6 @@ impl Progress {
         Self { mode }
     }
 
-    /// The crawl's line, and the index's when there is one.
-    pub fn update(
-        &self,
-        c: &Counters,
-        in_flight: usize,
-        queued: usize,
-        elapsed: Duration,
-        index: Option<String>,
-    ) {
-        let done = c.get(&Counter::Pages);
-        let errors: i64 = c.errors().values().sum();
-        let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
-        let msg = format!(
-            "crawl: {done} pages done · {in_flight} in flight · {queued} queued · {errors} errors · {rate:.0} pages/s"
-        );
-        self.show(Some(msg), index);
-    }
-
-    /// The crawl is over; the index goes on.
-    pub fn crawl_done(&self, pages: i64, took: Duration, index: Option<String>) {
-        let msg = format!(
-            "crawl: done, {pages} pages in {}",
-            trawl_indexer::follow::clock(took)
-        );
-        self.show(Some(msg), index);
-    }
-
     fn show(&self, crawl: Option<String>, index: Option<String>) {
         match &self.mode {
             Mode::Bar(b) => {
@@ -126,8 +99,37 @@ impl Progress {
             Mode::None => {}
         }
     }
+}
 
-    pub fn finish(&self) {
+impl trawl_runtime::ProgressSink for Progress {
+    /// The crawl's line, and the index's when there is one.
+    fn update(
+        &self,
+        c: &Counters,
+        in_flight: usize,
+        queued: usize,
+        elapsed: Duration,
+        index: Option<String>,
+    ) {
+        let done = c.get(&Counter::Pages);
+        let errors: i64 = c.errors().values().sum();
+        let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
+        let msg = format!(
+            "crawl: {done} pages done · {in_flight} in flight · {queued} queued · {errors} errors · {rate:.0} pages/s"
+        );
+        self.show(Some(msg), index);
+    }
+
+    /// The crawl is over; the index goes on.
+    fn crawl_done(&self, pages: i64, took: Duration, index: Option<String>) {
+        let msg = format!(
+            "crawl: done, {pages} pages in {}",
+            trawl_indexer::follow::clock(took)
+        );
+        self.show(Some(msg), index);
+    }
+
+    fn finish(&self) {
         if let Mode::Bar(b) = &self.mode {
             b.crawl.finish_and_clear();
             if let Some(ix) = b.index.lock().unwrap_or_else(|e| e.into_inner()).take() {

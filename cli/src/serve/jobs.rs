@@ -24,7 +24,7 @@ use super::lines::{LineIndex, read_record, refresh};
 use super::on_cluster::{Cluster, Ended};
 use super::page;
 use super::plan::{self, Planned};
-use crate::options::{CrawlOptions, LiveCounts};
+use trawl_runtime::{CrawlPlan, LiveCounts};
 
 /// Documents per status page, and bytes, at most (Firecrawl's own page size).
 pub const PAGE_DOCS: usize = 100;
@@ -191,7 +191,9 @@ impl Jobs {
             );
         let jobs = self.clone();
         let mut opts = planned.opts;
-        opts.resume = resume;
+        if resume {
+            opts.start = trawl_runtime::StartMode::Resume;
+        }
         opts.control.stop = Some(stop);
         opts.control.live = Some(Arc::new(live_tx));
         let id = row.id.clone();
@@ -212,7 +214,7 @@ impl Jobs {
         tasks.push(task);
     }
 
-    async fn run(self: Arc<Self>, row: JobRow, opts: CrawlOptions) {
+    async fn run(self: Arc<Self>, row: JobRow, opts: CrawlPlan) {
         let id = row.id.clone();
         if let (Some(cluster), Some(stop), Some(live)) = (
             self.cluster.clone(),
@@ -270,7 +272,7 @@ impl Jobs {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&id);
-                Some(crate::embedded::crawl(opts).await)
+                Some(trawl_runtime::crawl(opts).await)
             }
             _ => None,
         };

@@ -24,7 +24,7 @@ use trawl_core::settings::ClusterSettings;
 use trawl_core::spec::CrawlSpec;
 use trawl_core::{Discovered, PageRecord};
 
-use crate::options::{CrawlOptions, LiveCounts};
+use trawl_runtime::{CrawlPlan, LiveCounts};
 
 /// The longest wait for every replica to run a new spec (an indexer finishing its index
 /// before it restarts takes a while).
@@ -75,7 +75,7 @@ impl Cluster {
     pub async fn run(
         &self,
         id: &str,
-        opts: &CrawlOptions,
+        opts: &CrawlPlan,
         out: &Path,
         live: &watch::Sender<LiveCounts>,
         mut stop: Shutdown,
@@ -135,7 +135,7 @@ impl Cluster {
         Ok(Ended::Cancelled)
     }
 
-    async fn stop_admitting(&self, opts: &CrawlOptions) -> anyhow::Result<()> {
+    async fn stop_admitting(&self, opts: &CrawlPlan) -> anyhow::Result<()> {
         let mut settings = opts.crawl.clone();
         settings.history = true;
         // No start URL: every URL is out of scope (the host scope of no seed).
@@ -175,7 +175,7 @@ impl Cluster {
     async fn submit(
         &self,
         id: &str,
-        opts: &CrawlOptions,
+        opts: &CrawlPlan,
         stop: &mut Shutdown,
     ) -> anyhow::Result<bool> {
         let (_, start) = opts.targets.resolve(&opts.crawl.normalizer())?;
@@ -213,10 +213,13 @@ impl Cluster {
         let client = service::nats(&self.settings)
             .await
             .map_err(anyhow::Error::msg)?;
-        let discovered: Arc<trawl_cluster::jetstream::JetStreamQueue<Discovered>> =
-            service::queue(&client, &self.settings, "discovered")
-                .await
-                .map_err(anyhow::Error::msg)?;
+        let discovered: Arc<trawl_cluster::jetstream::JetStreamQueue<Discovered>> = service::queue(
+            &client,
+            &self.settings,
+            trawl_core::pipeline::Hop::Discovered,
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
         discovered.publish(spec.seeds_message()).await?;
         // Named only once its seeds are out: a server stopped before then submits it again.
         trawl_cluster::spec::set_submitter(&self.settings.redis_url, &self.crawl, id)
@@ -243,7 +246,10 @@ impl Cluster {
                             queued: s.queued_urls
                                 + s.pending
                                     .iter()
-                                    .filter(|(h, _)| trawl_core::pipeline::is_crawl_hop(h))
+                                    .filter(|(h, _)| {
+                                        trawl_core::pipeline::Hop::from_name(h)
+                                            .is_some_and(trawl_core::pipeline::Hop::is_crawl_hop)
+                                    })
                                     .map(|(_, n)| *n as usize)
                                     .sum::<usize>(),
                         });

@@ -9,14 +9,14 @@ use trawl_core::settings::Settings;
 
 use super::api::{self, ApiError, BatchRequest, CrawlRequest, PageOptions};
 use super::jobs::Kind;
-use crate::options::CrawlOptions;
+use trawl_runtime::{CrawlPlan, Targets};
 
 /// Firecrawl's default crawl limit.
 const DEFAULT_LIMIT: u64 = 10_000;
 
 /// A job's request, checked, as it will run.
 pub struct Planned {
-    pub opts: CrawlOptions,
+    pub opts: CrawlPlan,
     pub page: PageOptions,
     /// Near-duplicate pages are left out of the results (`deduplicateSimilarURLs`).
     pub hide_duplicates: bool,
@@ -34,13 +34,10 @@ pub fn plan(
     kind: Kind,
     request: &str,
 ) -> Result<Planned, ApiError> {
-    let mut opts = CrawlOptions::with_seeds(Vec::<String>::new());
-    opts.crawl = base.crawl.clone();
-    opts.index.settings.index = base.index.clone();
+    // The server's settings; the job's results are read from pages.jsonl, not an index.
+    let mut opts = CrawlPlan::new(base, Targets::default(), out);
     opts.index.no_index = true;
     opts.concurrency = concurrency;
-    opts.out = out.to_path_buf();
-    opts.progress = "none".into();
     let planned = match kind {
         Kind::Crawl => plan_crawl(opts, api::parse(request.as_bytes())?)?,
         Kind::Batch => plan_batch(opts, api::parse(request.as_bytes())?)?,
@@ -53,7 +50,7 @@ pub fn plan(
     Ok(planned)
 }
 
-fn plan_crawl(mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiError> {
+fn plan_crawl(mut opts: CrawlPlan, r: CrawlRequest) -> Result<Planned, ApiError> {
     let url = api::http_url(&r.url)?;
     if r.webhook.as_ref().is_some_and(|w| !w.is_null()) {
         return Err(ApiError::bad_request(
@@ -137,7 +134,7 @@ fn plan_crawl(mut opts: CrawlOptions, r: CrawlRequest) -> Result<Planned, ApiErr
     })
 }
 
-fn plan_batch(mut opts: CrawlOptions, r: BatchRequest) -> Result<Planned, ApiError> {
+fn plan_batch(mut opts: CrawlPlan, r: BatchRequest) -> Result<Planned, ApiError> {
     let page = r.options.resolve()?;
     if page.formats.change_tracking.is_some() {
         return Err(ApiError::bad_request(

@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 use async_trait::async_trait;
 use serde_json::Value;
+use trawl_core::pipeline::Hop;
 use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
 use trawl_core::state::State;
@@ -26,12 +27,7 @@ use crate::jetstream::{
 };
 
 /// The hops whose messages are pages: what is dead-lettered on them is a page lost.
-pub const PAGE_HOPS: [(&str, &str); 4] = [
-    ("fetch", "fetcher"),
-    ("fetched", "extractor"),
-    ("render", "renderer"),
-    ("docs", "indexer"),
-];
+pub const PAGE_HOPS: [Hop; 4] = [Hop::Fetch, Hop::Fetched, Hop::Render, Hop::Docs];
 
 fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("dead pages {what}: {e}"))
@@ -44,7 +40,7 @@ fn consumer_name(crawl: &str) -> String {
 /// The dead-lettered pages of one crawl, oldest first per hop.
 pub struct DeadPages {
     crawl: String,
-    consumers: Vec<(&'static str, PullConsumer)>,
+    consumers: Vec<(Hop, PullConsumer)>,
     inflight: Mutex<HashMap<u64, jetstream::Message>>,
     next_id: AtomicU64,
     state: Option<Arc<dyn State>>,
@@ -61,8 +57,8 @@ impl DeadPages {
     ) -> CoreResult<Self> {
         let js = jetstream::new(client.clone());
         let mut consumers = Vec::new();
-        for (hop, stage) in PAGE_HOPS {
-            let q = QueueConfig::from_settings(cluster, hop, stage);
+        for hop in PAGE_HOPS {
+            let q = QueueConfig::from_settings(cluster, hop);
             let stream = dead_letter_stream(&js, &q).await?;
             let name = consumer_name(crawl);
             let consumer: PullConsumer = stream
@@ -91,8 +87,8 @@ impl DeadPages {
 
     /// Frees the host slot a dead-lettered fetch job held (by its id: releasing one that
     /// already went is a no-op).
-    async fn release_claim(&self, hop: &str, m: &jetstream::Message) -> CoreResult<()> {
-        let (Some(state), "fetch") = (&self.state, hop) else {
+    async fn release_claim(&self, hop: Hop, m: &jetstream::Message) -> CoreResult<()> {
+        let (Some(state), Hop::Fetch) = (&self.state, hop) else {
             return Ok(());
         };
         #[derive(serde::Deserialize)]
@@ -111,7 +107,7 @@ impl DeadPages {
 
     /// Turns one dead letter into its page's record; `None` for one whose URL cannot be
     /// read (the consumer sees only this crawl's letters; the check is kept anyway).
-    fn record(&self, hop: &str, m: &jetstream::Message) -> Option<Doc> {
+    fn record(&self, hop: Hop, m: &jetstream::Message) -> Option<Doc> {
         let v: Value = serde_json::from_slice(&m.payload).ok()?;
         let crawl = v["crawl"].as_str()?;
         if crawl != self.crawl {
@@ -133,7 +129,7 @@ impl DeadPages {
             ),
         };
         let record = match hop {
-            "docs" => serde_json::from_value::<PageRecord>(v["page"].clone()).ok(),
+            Hop::Docs => serde_json::from_value::<PageRecord>(v["page"].clone()).ok(),
             _ => None,
         };
         let mut page = match record {
@@ -141,8 +137,8 @@ impl DeadPages {
             None => {
                 // A record that no longer reads: its URL is enough for its line.
                 let job = match hop {
-                    "fetch" => &v,
-                    "fetched" | "render" => &v["job"],
+                    Hop::Fetch => &v,
+                    Hop::Fetched | Hop::Render => &v["job"],
                     _ => &v["page"],
                 };
                 let url = job["url"].as_str()?.to_string();
@@ -194,13 +190,13 @@ impl Queue<Doc> for DeadPages {
                 .messages()
                 .await
                 .map_err(|e| backend("pull", e))?;
-            for m in pulled(msgs, None, hop).await {
+            for m in pulled(msgs, None, hop.name()).await {
                 // A failed release leaves the claim to expire, which queues the job again:
                 // worth a warning, not losing the letters pulled with it.
-                if let Err(e) = self.release_claim(hop, &m).await {
+                if let Err(e) = self.release_claim(*hop, &m).await {
                     tracing::warn!("dead-lettered fetch job's claim not released: {e}");
                 }
-                match self.record(hop, &m) {
+                match self.record(*hop, &m) {
                     Some(msg) => {
                         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                         self.inflight
@@ -257,8 +253,8 @@ pub async fn pending(
 ) -> CoreResult<u64> {
     let js = jetstream::new(client.clone());
     let mut total = 0;
-    for (hop, stage) in PAGE_HOPS {
-        let q = QueueConfig::from_settings(cluster, hop, stage);
+    for hop in PAGE_HOPS {
+        let q = QueueConfig::from_settings(cluster, hop);
         let Ok(stream) = js.get_stream(&q.dead_letter_stream).await else {
             continue;
         };

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use trawl_core::counters::Counters;
+use trawl_core::pipeline::Stage;
 use trawl_core::settings::Settings;
 
 use crate::jetstream::hop_stats;
@@ -35,7 +36,7 @@ struct Snapshot {
 /// Serves `/healthz`, `/readyz` and `/metrics` until the process ends.
 pub async fn serve_http(
     settings: Settings,
-    stage: &'static str,
+    stage: Stage,
     client: async_nats::Client,
     ready: Arc<AtomicBool>,
 ) -> Result<(), String> {
@@ -78,7 +79,7 @@ pub async fn serve_http(
     axum::serve(listener, app).await.map_err(|e| e.to_string())
 }
 
-fn metrics_text(stage: &str, snapshot: &Mutex<Snapshot>, ready: &AtomicBool) -> String {
+fn metrics_text(stage: Stage, snapshot: &Mutex<Snapshot>, ready: &AtomicBool) -> String {
     let snap = snapshot.lock().unwrap_or_else(|e| e.into_inner());
     let age = snap.at.map_or(-1.0, |t| t.elapsed().as_secs_f64());
     format!(

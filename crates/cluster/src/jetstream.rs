@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use trawl_core::pipeline::Hop;
 use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
 use trawl_core::{CoreError, CoreResult};
@@ -115,41 +116,43 @@ impl QueueConfig {
         (self.ack_wait * 2 + Duration::from_secs(60)).max(Duration::from_secs(120))
     }
 
-    /// The conventional names for a hop (`fetch`, `fetched`, ...) and its consumer stage.
-    /// With the default settings' delivery limits.
-    pub fn for_hop(prefix: &str, hop: &str, stage: &str) -> Self {
+    /// The names of `hop` under `prefix` (`<PREFIX>_FETCH`, `<prefix>.fetch`, ...), consumed
+    /// by its stage ([`Hop::consumer`]). With the default settings' delivery limits.
+    pub fn for_hop(prefix: &str, hop: Hop) -> Self {
         let cluster = ClusterSettings {
             queue_prefix: prefix.to_string(),
             ..ClusterSettings::default()
         };
-        Self::from_settings(&cluster, hop, stage)
+        Self::from_settings(&cluster, hop)
     }
 
-    /// Names from `cluster.queue_prefix`, delivery limits from the settings.
-    pub fn from_settings(cluster: &ClusterSettings, hop: &str, stage: &str) -> Self {
+    /// Names from `cluster.queue_prefix` and the hop's name, the durable consumer named
+    /// after the stage that consumes it, delivery limits from the settings.
+    pub fn from_settings(cluster: &ClusterSettings, hop: Hop) -> Self {
         let prefix = &cluster.queue_prefix;
         let up = |s: &str| s.to_ascii_uppercase().replace(['.', '-'], "_");
+        let name = hop.name();
         QueueConfig {
-            stream: format!("{}_{}", up(prefix), up(hop)),
-            subject: format!("{prefix}.{hop}"),
-            consumer: stage.to_string(),
+            stream: format!("{}_{}", up(prefix), up(name)),
+            subject: format!("{prefix}.{name}"),
+            consumer: hop.consumer().name().to_string(),
             // A change event is dead-lettered by the notifier after the crawl's
             // `webhook_tries`; the server's own limit only stops one that is never acked.
             // An archive is dead-lettered by the ingester after its failed reads; a
             // delivery that ends in a crash or a stop is none.
-            max_deliver: if hop == "changed" || hop == "archives" {
+            max_deliver: if matches!(hop, Hop::Changed | Hop::Archives) {
                 cluster.max_deliver.max(1000)
             } else {
                 cluster.max_deliver
             },
             ack_wait: Duration::from_secs(cluster.ack_wait_s.max(1)),
-            max_messages: if hop == "fetch" {
+            max_messages: if hop == Hop::Fetch {
                 cluster.fetch_stream_max.max(1)
             } else {
                 1_000_000
             },
-            dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(hop)),
-            dead_letter_subject: format!("{prefix}.dlq.{hop}"),
+            dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(name)),
+            dead_letter_subject: format!("{prefix}.dlq.{name}"),
         }
     }
 }
@@ -597,9 +600,9 @@ pub async fn dead_letters(
 }
 
 /// Messages waiting (or unacknowledged) and dead letters of one hop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct HopStats {
-    pub hop: &'static str,
+    pub hop: Hop,
     pub pending: u64,
     pub dead_letters: u64,
 }
@@ -635,11 +638,9 @@ pub async fn crawl_backlog(
 ) -> CoreResult<u64> {
     let js = jetstream::new(client.clone());
     let mut total = 0;
-    for (hop, stage) in trawl_core::pipeline::HOPS {
-        if trawl_core::pipeline::is_crawl_hop(hop) {
-            let q = QueueConfig::from_settings(cluster, hop, stage);
-            total += stream_messages(&js, &q.stream).await?;
-        }
+    for hop in Hop::ALL.into_iter().filter(|h| h.is_crawl_hop()) {
+        let q = QueueConfig::from_settings(cluster, hop);
+        total += stream_messages(&js, &q.stream).await?;
     }
     Ok(total)
 }
@@ -648,8 +649,8 @@ pub async fn crawl_backlog(
 pub async fn hop_stats(client: &async_nats::Client, cluster: &ClusterSettings) -> Vec<HopStats> {
     let js = jetstream::new(client.clone());
     let mut out = Vec::new();
-    for (hop, stage) in trawl_core::pipeline::HOPS {
-        let q = QueueConfig::from_settings(cluster, hop, stage);
+    for hop in Hop::ALL {
+        let q = QueueConfig::from_settings(cluster, hop);
         let pending = stream_messages(&js, &q.stream).await.unwrap_or(0);
         let dead_letters = stream_messages(&js, &q.dead_letter_stream)
             .await
@@ -678,10 +679,42 @@ mod tests {
                 "{t}"
             );
         }
-        let cfg = QueueConfig::for_hop("trawl", "fetch", "fetcher");
+        let cfg = QueueConfig::for_hop("trawl", Hop::Fetch);
         assert_eq!(
             dead_letter_subject_of(&cfg, "docs.v1"),
             format!("trawl.dlq.fetch.{a}")
         );
+    }
+
+    /// The names of running clusters' streams and consumers, as they were when hops were
+    /// strings.
+    #[test]
+    fn stream_and_consumer_names_are_unchanged() {
+        let cluster = ClusterSettings {
+            queue_prefix: "trawl.t-1".into(),
+            ..ClusterSettings::default()
+        };
+        let q = QueueConfig::from_settings(&cluster, Hop::Discovered);
+        assert_eq!(q.stream, "TRAWL_T_1_DISCOVERED");
+        assert_eq!(q.subject, "trawl.t-1.discovered");
+        assert_eq!(q.consumer, "frontier");
+        assert_eq!(q.dead_letter_stream, "TRAWL_T_1_DLQ_DISCOVERED");
+        assert_eq!(q.dead_letter_subject, "trawl.t-1.dlq.discovered");
+        for hop in Hop::ALL {
+            let q = QueueConfig::for_hop("trawl", hop);
+            let up = hop.name().to_ascii_uppercase();
+            assert_eq!(q.stream, format!("TRAWL_{up}"));
+            assert_eq!(q.subject, format!("trawl.{hop}"));
+            assert_eq!(q.consumer, hop.consumer().name());
+            assert_eq!(q.dead_letter_stream, format!("TRAWL_DLQ_{up}"));
+        }
+        let limits = |hop| QueueConfig::from_settings(&ClusterSettings::default(), hop);
+        assert!(limits(Hop::Changed).max_deliver >= 1000);
+        assert!(limits(Hop::Archives).max_deliver >= 1000);
+        assert_eq!(
+            limits(Hop::Docs).max_deliver,
+            ClusterSettings::default().max_deliver
+        );
+        assert_eq!(limits(Hop::Docs).max_messages, 1_000_000);
     }
 }

@@ -1,14 +1,18 @@
 //! What every service shares: settings ([`Settings::load`]: defaults, `TRAWL_CONFIG`, then
 //! `TRAWL_*`), JSON logs, the HTTP endpoints (`/healthz`, `/readyz`, `/metrics` in the
 //! Prometheus text format), the hops over JetStream, the crawl spec, the state in Redis, and
-//! a SIGTERM that drains. A service binary is one call of [`run`] with its stage's `serve`.
+//! a SIGTERM that drains. A service binary is one call of [`run`] (or [`run_checked`]) with
+//! its [`Stage`] and the stage's `serve`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use trawl_core::pipeline::{Backlog, HOPS, Hops, Shutdown, StageContext, StageResult};
-use trawl_core::queue::Unconnected;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trawl_core::pipeline::{Backlog, Hops, Shutdown, StageContext};
+pub use trawl_core::pipeline::{Hop, Stage, StageError, StageResult};
+use trawl_core::queue::{Queue, Unconnected};
 use trawl_core::settings::{ClusterSettings, PageGate, Settings, redact_url};
 use trawl_core::spec::CrawlSpec;
 use trawl_dedup::Gate;
@@ -35,43 +39,49 @@ pub async fn nats(c: &ClusterSettings) -> Result<async_nats::Client, String> {
 pub async fn queue<M>(
     client: &async_nats::Client,
     c: &ClusterSettings,
-    hop: &str,
+    hop: Hop,
 ) -> Result<Arc<JetStreamQueue<M>>, String> {
-    let stage = HOPS
-        .iter()
-        .find(|(h, _)| *h == hop)
-        .map_or(hop, |(_, s)| *s);
-    JetStreamQueue::connect(client, QueueConfig::from_settings(c, hop, stage))
+    JetStreamQueue::connect(client, QueueConfig::from_settings(c, hop))
         .await
         .map(Arc::new)
         .map_err(|e| e.to_string())
 }
 
-/// The hops `stage` uses over JetStream; the others are [`Unconnected`], so a process
-/// creates (and watches the dead letters of) only the streams it works with.
+/// `hop` over JetStream when `stage` uses it, else [`Unconnected`].
+async fn hop_of<M>(
+    client: &async_nats::Client,
+    c: &ClusterSettings,
+    stage: Stage,
+    hop: Hop,
+) -> Result<Arc<dyn Queue<M>>, String>
+where
+    M: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    let q: Arc<dyn Queue<M>> = if stage.uses(hop) {
+        queue::<M>(client, c, hop).await?
+    } else {
+        Arc::new(Unconnected(hop))
+    };
+    Ok(q)
+}
+
+/// The hops `stage` uses over JetStream ([`Stage::hops`]); the others are [`Unconnected`],
+/// so a process creates (and watches the dead letters of) only the streams it works with.
+/// (The ingester's own hop, [`Hop::Archives`], is not one of the [`Hops`]:
+/// [`Backends::queue`].)
 pub async fn hops(
     client: &async_nats::Client,
     c: &ClusterSettings,
-    stage: &str,
+    stage: Stage,
 ) -> Result<Hops, String> {
-    let used = trawl_core::pipeline::hops_of(stage);
-    macro_rules! hop {
-        ($name:literal) => {
-            if used.contains(&$name) {
-                queue(client, c, $name).await? as _
-            } else {
-                Arc::new(Unconnected($name)) as _
-            }
-        };
-    }
     Ok(Hops {
-        discovered: hop!("discovered"),
-        fetch: hop!("fetch"),
-        fetched: hop!("fetched"),
-        docs: hop!("docs"),
-        render: hop!("render"),
-        changed: hop!("changed"),
-        refine: hop!("refine"),
+        discovered: hop_of(client, c, stage, Hop::Discovered).await?,
+        fetch: hop_of(client, c, stage, Hop::Fetch).await?,
+        fetched: hop_of(client, c, stage, Hop::Fetched).await?,
+        docs: hop_of(client, c, stage, Hop::Docs).await?,
+        render: hop_of(client, c, stage, Hop::Render).await?,
+        changed: hop_of(client, c, stage, Hop::Changed).await?,
+        refine: hop_of(client, c, stage, Hop::Refine).await?,
     })
 }
 
@@ -82,7 +92,7 @@ pub async fn hops(
 pub async fn wait_for_spec(
     c: &ClusterSettings,
     crawl: &str,
-    stage: &str,
+    stage: Stage,
     stop: &mut Shutdown,
 ) -> Result<Option<CrawlSpec>, String> {
     let mut warned = false;
@@ -106,7 +116,13 @@ pub async fn wait_for_spec(
     }
 }
 
-pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<RedisState>, String> {
+/// The crawl's state in Redis: a [fatal](StageError::fatal) error when this process names
+/// another count of servers than the crawl was submitted with ([`state_nodes_for`]), a
+/// transient one when Redis does not answer.
+pub async fn state_for(
+    c: &ClusterSettings,
+    spec: &CrawlSpec,
+) -> Result<Arc<RedisState>, StageError> {
     let nodes = state_nodes_for(c, spec)?;
     RedisState::connect_sharded(
         &nodes,
@@ -117,17 +133,18 @@ pub async fn state_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Arc<Redi
     )
     .await
     .map(Arc::new)
-    .map_err(|e| e.to_string())
+    .map_err(StageError::transient)
 }
 
 /// The Redis servers of the crawl's per-host state, when this process names as many as
-/// the crawl was submitted with.
-pub fn state_nodes_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Vec<String>, String> {
+/// the crawl was submitted with; otherwise a [fatal](StageError::fatal) error: settings
+/// that cannot work with this crawl.
+pub fn state_nodes_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Vec<String>, StageError> {
     let nodes = c.state_nodes();
     if nodes.len() != spec.state_shards.max(1) as usize {
         // Another count of servers would look for each host on another shard: hosts
         // fetched twice at once, URLs admitted twice.
-        return Err(format!(
+        return Err(StageError::fatal(format!(
             "crawl {} keeps its per-host state on {} Redis server(s) (`trawl submit` was \
              given {} --redis-state-url); this service names {}: give every service and \
              `trawl submit` the same TRAWL_REDIS_STATE_URLS",
@@ -135,7 +152,7 @@ pub fn state_nodes_for(c: &ClusterSettings, spec: &CrawlSpec) -> Result<Vec<Stri
             spec.state_shards,
             spec.state_shards.saturating_sub(1),
             nodes.len()
-        ));
+        )));
     }
     Ok(nodes)
 }
@@ -185,7 +202,7 @@ impl Backends {
     pub fn stage_probe(
         &self,
         spec: &CrawlSpec,
-        stage: &'static str,
+        stage: Stage,
     ) -> Arc<
         dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
     > {
@@ -219,12 +236,17 @@ impl Backends {
                 let live = match answer {
                     Ok(live) => {
                         if c.0.is_none_or(|(_, was)| was != live) {
-                            tracing::info!(stage, live, "replicas of the stage running");
+                            tracing::info!(
+                                stage = stage.name(),
+                                live,
+                                "replicas of the stage running"
+                            );
                         }
                         live
                     }
                     // A Redis blip keeps the last answer (for its lifetime, not per page).
                     Err(e) => {
+                        let stage = stage.name();
                         tracing::warn!(stage, error = %e, "stage replicas not checked");
                         last
                     }
@@ -254,7 +276,7 @@ impl Backends {
     }
 
     /// A queue of `hop` that is not one of the [`Hops`] (the ingesters' `archives`).
-    pub async fn queue<M>(&self, hop: &str) -> Result<Arc<JetStreamQueue<M>>, String> {
+    pub async fn queue<M>(&self, hop: Hop) -> Result<Arc<JetStreamQueue<M>>, String> {
         queue(&self.client, &self.settings.cluster, hop).await
     }
 
@@ -326,140 +348,319 @@ pub fn stop_on_signals() -> Shutdown {
     stop
 }
 
-/// Runs a service: settings, endpoints, the crawl spec, then `stage` until SIGTERM. `stage`
+/// The first pause before a failed stage is started again; it doubles up to [`PAUSE_MAX`].
+const PAUSE_START: Duration = Duration::from_millis(500);
+const PAUSE_MAX: Duration = Duration::from_secs(10);
+/// A stage that ran this long before it failed was healthy: its failure is a new outage,
+/// and the pause starts over.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// The pauses between the starts of a stage that keeps failing.
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { next: PAUSE_START }
+    }
+}
+
+impl Backoff {
+    /// The pause after a run that lasted `ran`.
+    fn after(&mut self, ran: Duration) -> Duration {
+        if ran >= HEALTHY_RUN {
+            self.reset();
+        }
+        let pause = self.next;
+        self.next = (pause * 2).min(PAUSE_MAX);
+        pause
+    }
+
+    fn reset(&mut self) {
+        self.next = PAUSE_START;
+    }
+}
+
+/// Runs a service: settings, endpoints, the crawl spec, then `serve` until SIGTERM. `serve`
 /// gets the context (hops, state, stop) and returns when its workers have drained. A stage
-/// that fails (NATS or Redis went away: a restart, a failover) is started again after a
-/// pause that grows to 10 s, with fresh connections, so a backend outage stalls the crawl
-/// instead of ending the service.
-pub async fn run<F, Fut>(name: &'static str, stage: F) -> std::process::ExitCode
+/// that fails with a transient error (NATS or Redis went away: a restart, a failover) is
+/// started again with fresh connections after a pause that grows to 10 s (and starts over
+/// after a healthy minute), so a backend outage stalls the crawl instead of ending the
+/// service. A [fatal](StageError::fatal) error (settings that cannot work) ends the process
+/// with an error instead: started again, the stage would fail the same way.
+pub async fn run<F, Fut>(stage: Stage, serve: F) -> std::process::ExitCode
 where
     F: Fn(StageContext, Arc<Backends>) -> Fut,
     Fut: std::future::Future<Output = StageResult>,
 {
+    run_checked(stage, |_| Ok(()), serve).await
+}
+
+/// [`run`], with the stage's own start-up `check` of the settings before anything is
+/// connected (a browser, a model): its fatal error ends the process before the replica is
+/// counted as one of its stage, which would have the other stages wait on it.
+pub async fn run_checked<C, F, Fut>(stage: Stage, check: C, serve: F) -> std::process::ExitCode
+where
+    C: FnOnce(&Settings) -> Result<(), StageError>,
+    F: Fn(StageContext, Arc<Backends>) -> Fut,
+    Fut: std::future::Future<Output = StageResult>,
+{
     init_logs();
-    let result = async {
-        let settings = Settings::load(None).map_err(|e| e.to_string())?;
-        let client = nats(&settings.cluster).await?;
-        let ready = Arc::new(AtomicBool::new(false));
-        let http = tokio::spawn(crate::endpoints::serve_http(
-            settings.clone(),
-            name,
-            client.clone(),
-            ready.clone(),
-        ));
-        let mut stop = stop_on_signals();
-        let c = &settings.cluster;
-        let Some(spec) = wait_for_spec(c, &settings.process.crawl, name, &mut stop).await? else {
-            return Ok(());
-        };
-        let max_message_bytes = Some(client.server_info().max_payload);
-        let backends = Arc::new(Backends {
-            settings: settings.clone(),
-            client: client.clone(),
-        });
-        let mut spec = spec;
-        let mut spec_json = serde_json::to_string(&spec).unwrap_or_default();
-        let mut state = state_for(c, &spec).await?;
-        tracing::info!(crawl = %spec.crawl, stage = name, "running");
-        let mut pause = Duration::from_millis(500);
-        let replica = format!(
-            "{}-{}",
-            settings.process.instance_name(name),
-            std::process::id()
-        );
-        loop {
-            // The stage stops on the process's stop, or when the crawl's spec is replaced.
-            let (stage_trigger, stage_stop) = trawl_core::pipeline::shutdown();
-            let stage_stopped = stage_stop.clone();
-            let watcher = tokio::spawn(crate::spec_watch::watch(
-                c.redis_url.clone(),
-                name,
-                replica.clone(),
-                spec.clone(),
-                spec_json.clone(),
-                stop.clone(),
-                stage_trigger,
-            ));
-            let r = match hops(&client, c, name).await {
-                Ok(hops) => {
-                    let ctx = StageContext {
-                        spec: spec.clone(),
-                        process: settings.process.clone(),
-                        hops,
-                        state: state.clone(),
-                        shutdown: stage_stop,
-                        ready: ready.clone(),
-                        max_message_bytes,
-                    };
-                    stage(ctx, backends.clone())
-                        .await
-                        .map_err(|e| e.to_string())
-                }
-                Err(e) => Err(e),
-            };
-            if stop.is_shutdown() {
-                watcher.abort();
-                http.abort();
-                return r;
-            }
-            ready.store(false, Ordering::Relaxed);
-            // Stopped by the watcher: it has returned, or is about to.
-            let replaced = if stage_stopped.is_shutdown() {
-                watcher.await.ok().flatten()
-            } else {
-                watcher.abort();
-                None
-            };
-            if let Some((new, json)) = replaced {
-                spec = new;
-                spec_json = json;
-                // Another count of servers is no blip to wait out: running on the old
-                // state under the new spec would look for hosts on the wrong shards.
-                if let Err(e) = state_nodes_for(c, &spec) {
-                    http.abort();
-                    return Err(e);
-                }
-                match state_for(c, &spec).await {
-                    Ok(s) => state = s,
-                    Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),
-                }
-                if stop.is_shutdown() {
-                    http.abort();
-                    return Ok(());
-                }
-                pause = Duration::from_millis(500);
-                tracing::info!(crawl = %spec.crawl, stage = name, "running under the new spec");
-                continue;
-            }
-            log_restart(name, r, pause);
-            if stop.run_until(tokio::time::sleep(pause)).await.is_none() {
-                http.abort();
-                return Ok(());
-            }
-            pause = (pause * 2).min(Duration::from_secs(10));
-            // A fresh connection: the old one may be wedged on a server that went away.
-            match state_for(c, &spec).await {
-                Ok(s) => state = s,
-                Err(e) => tracing::warn!(stage = name, "Redis not back yet: {e}"),
-            }
+    let result = match Service::start(stage, check).await {
+        Ok(Some(mut service)) => {
+            let r = service.supervise(&serve).await;
+            service.http.abort();
+            r
         }
-    }
-    .await;
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
     match result {
         Ok(()) => {
-            tracing::info!(stage = name, "stopped cleanly");
+            tracing::info!(stage = stage.name(), "stopped cleanly");
             std::process::ExitCode::SUCCESS
         }
+        Err(e) if e.is_fatal() => {
+            tracing::error!(
+                stage = stage.name(),
+                fatal = true,
+                "{e} (not started again: the settings must change)"
+            );
+            std::process::ExitCode::FAILURE
+        }
         Err(e) => {
-            tracing::error!(stage = name, "{e}");
+            tracing::error!(stage = stage.name(), "{e}");
             std::process::ExitCode::FAILURE
         }
     }
 }
 
-fn log_restart(stage: &str, r: Result<(), String>, pause: Duration) {
+/// A service between its stage's runs: what it connected once, and the crawl it runs.
+struct Service {
+    stage: Stage,
+    settings: Settings,
+    client: async_nats::Client,
+    backends: Arc<Backends>,
+    ready: Arc<AtomicBool>,
+    /// The process's stop (SIGTERM).
+    stop: Shutdown,
+    http: tokio::task::JoinHandle<Result<(), String>>,
+    replica: String,
+    max_message_bytes: Option<usize>,
+    spec: CrawlSpec,
+    /// The spec as stored (what the replica marks, hashed).
+    spec_json: String,
+    state: Arc<RedisState>,
+}
+
+/// How one run of the stage ended.
+enum Ended {
+    /// By the process's stop: the stage's result is the service's.
+    Stopped(StageResult),
+    /// By a replaced spec: the new one and its stored JSON.
+    Replaced(Box<CrawlSpec>, String),
+    /// On its own (`Ok`: without a stop), after running this long.
+    Failed(StageResult, Duration),
+}
+
+impl Service {
+    /// Everything before the stage's first run: the settings (unreadable or invalid:
+    /// fatal), `check`, NATS, the endpoints, the signals, the crawl's spec and its state.
+    /// `None` when stopped before the spec came.
+    async fn start<C>(stage: Stage, check: C) -> Result<Option<Service>, StageError>
+    where
+        C: FnOnce(&Settings) -> Result<(), StageError>,
+    {
+        let settings = Settings::load(None).map_err(|e| StageError::fatal(e.to_string()))?;
+        check(&settings)?;
+        let client = nats(&settings.cluster).await?;
+        let ready = Arc::new(AtomicBool::new(false));
+        let http = tokio::spawn(crate::endpoints::serve_http(
+            settings.clone(),
+            stage,
+            client.clone(),
+            ready.clone(),
+        ));
+        let mut stop = stop_on_signals();
+        let c = &settings.cluster;
+        let Some(spec) = wait_for_spec(c, &settings.process.crawl, stage, &mut stop).await? else {
+            http.abort();
+            return Ok(None);
+        };
+        let state = state_for(c, &spec).await?;
+        tracing::info!(crawl = %spec.crawl, stage = stage.name(), "running");
+        Ok(Some(Service {
+            stage,
+            replica: format!(
+                "{}-{}",
+                settings.process.instance_name(stage.name()),
+                std::process::id()
+            ),
+            max_message_bytes: Some(client.server_info().max_payload),
+            backends: Arc::new(Backends {
+                settings: settings.clone(),
+                client: client.clone(),
+            }),
+            spec_json: serde_json::to_string(&spec).unwrap_or_default(),
+            settings,
+            client,
+            ready,
+            stop,
+            http,
+            spec,
+            state,
+        }))
+    }
+
+    /// Runs the stage until the process's stop or a fatal error: again after a transient
+    /// failure (with a pause), and under the new spec when the stored one is replaced.
+    async fn supervise<F, Fut>(&mut self, serve: &F) -> StageResult
+    where
+        F: Fn(StageContext, Arc<Backends>) -> Fut,
+        Fut: std::future::Future<Output = StageResult>,
+    {
+        let mut backoff = Backoff::default();
+        loop {
+            match self.run_once(serve).await {
+                Ended::Stopped(r) => return r,
+                Ended::Replaced(spec, json) => {
+                    self.spec = *spec;
+                    self.spec_json = json;
+                    self.reconnect_state().await?;
+                    if self.stop.is_shutdown() {
+                        return Ok(());
+                    }
+                    backoff.reset();
+                    tracing::info!(
+                        crawl = %self.spec.crawl,
+                        stage = self.stage.name(),
+                        "running under the new spec"
+                    );
+                }
+                Ended::Failed(Err(e), _) if e.is_fatal() => return Err(e),
+                Ended::Failed(r, ran) => {
+                    let pause = backoff.after(ran);
+                    log_restart(self.stage, &r, pause);
+                    if self
+                        .stop
+                        .run_until(tokio::time::sleep(pause))
+                        .await
+                        .is_none()
+                    {
+                        return Ok(());
+                    }
+                    self.reconnect_state().await?;
+                }
+            }
+        }
+    }
+
+    /// One run of the stage, under a stop of its own that the process's stop and a
+    /// replaced spec trigger.
+    async fn run_once<F, Fut>(&self, serve: &F) -> Ended
+    where
+        F: Fn(StageContext, Arc<Backends>) -> Fut,
+        Fut: std::future::Future<Output = StageResult>,
+    {
+        let c = &self.settings.cluster;
+        let (stage_trigger, stage_stop) = trawl_core::pipeline::shutdown();
+        let stage_stopped = stage_stop.clone();
+        let watcher = tokio::spawn(crate::spec_watch::watch(
+            c.redis_url.clone(),
+            self.stage,
+            self.replica.clone(),
+            self.spec.clone(),
+            self.spec_json.clone(),
+            self.stop.clone(),
+            stage_trigger,
+        ));
+        let started = Instant::now();
+        let r = match hops(&self.client, c, self.stage).await {
+            Ok(hops) => {
+                let ctx = StageContext {
+                    spec: self.spec.clone(),
+                    process: self.settings.process.clone(),
+                    hops,
+                    state: self.state.clone(),
+                    shutdown: stage_stop,
+                    ready: self.ready.clone(),
+                    max_message_bytes: self.max_message_bytes,
+                };
+                serve(ctx, self.backends.clone()).await
+            }
+            Err(e) => Err(StageError::transient(e)),
+        };
+        let ran = started.elapsed();
+        if self.stop.is_shutdown() {
+            watcher.abort();
+            return Ended::Stopped(r);
+        }
+        self.ready.store(false, Ordering::Relaxed);
+        // Stopped by the watcher: it has returned, or is about to.
+        if stage_stopped.is_shutdown() {
+            if let Some((spec, json)) = watcher.await.ok().flatten() {
+                return Ended::Replaced(Box::new(spec), json);
+            }
+        } else {
+            watcher.abort();
+        }
+        Ended::Failed(r, ran)
+    }
+
+    /// A fresh state connection (the old one may be wedged on a server that went away);
+    /// Redis not back yet keeps the old one. Another count of state servers under a
+    /// replaced spec is fatal: running on the old state under the new spec would look for
+    /// hosts on the wrong shards.
+    async fn reconnect_state(&mut self) -> StageResult {
+        match state_for(&self.settings.cluster, &self.spec).await {
+            Ok(s) => self.state = s,
+            Err(e) if e.is_fatal() => return Err(e),
+            Err(e) => tracing::warn!(stage = self.stage.name(), "Redis not back yet: {e}"),
+        }
+        Ok(())
+    }
+}
+
+fn log_restart(stage: Stage, r: &StageResult, pause: Duration) {
     match r {
-        Ok(()) => tracing::warn!(stage, "stage ended without a stop; starting it again"),
-        Err(e) => tracing::error!(stage, "stage failed, starting it again in {pause:?}: {e}"),
+        Ok(()) => tracing::warn!(
+            stage = stage.name(),
+            "stage ended without a stop; starting it again in {pause:?}"
+        ),
+        Err(e) => tracing::error!(
+            stage = stage.name(),
+            "stage failed, starting it again in {pause:?}: {e}"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_grows_to_its_cap_and_starts_over_after_a_healthy_run() {
+        let mut b = Backoff::default();
+        let quick = Duration::from_secs(1);
+        let pauses: Vec<Duration> = (0..7).map(|_| b.after(quick)).collect();
+        let ms = Duration::from_millis;
+        assert_eq!(
+            pauses,
+            [
+                ms(500),
+                ms(1000),
+                ms(2000),
+                ms(4000),
+                ms(8000),
+                PAUSE_MAX,
+                PAUSE_MAX
+            ]
+        );
+        assert_eq!(b.after(HEALTHY_RUN), PAUSE_START);
+        assert_eq!(b.after(quick), ms(1000));
+        b.reset();
+        assert_eq!(b.after(quick), PAUSE_START);
     }
 }

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
-use trawl_core::pipeline::{Shutdown, ShutdownTrigger};
+use trawl_core::pipeline::{Shutdown, ShutdownTrigger, Stage};
 use trawl_core::spec::CrawlSpec;
 
 use crate::redis_conn::Within;
@@ -37,7 +37,7 @@ fn marks_prefix(crawl: &str) -> String {
 
 /// One key per stage a live replica of it refreshes with its mark: whether any runs is
 /// one EXISTS (no scan of the keyspace).
-fn stage_key(crawl: &str, stage: &str) -> String {
+fn stage_key(crawl: &str, stage: Stage) -> String {
     format!("trawl-stage:{{{crawl}}}:{stage}")
 }
 
@@ -47,7 +47,7 @@ fn stage_key(crawl: &str, stage: &str) -> String {
 /// (Redis away, a spec removed, one this version cannot parse) changes nothing.
 pub async fn watch(
     redis_url: String,
-    stage: &'static str,
+    stage: Stage,
     replica: String,
     current: CrawlSpec,
     current_json: String,
@@ -75,7 +75,7 @@ pub async fn watch(
                 return None;
             }
             Some(Some(new)) => {
-                tracing::info!(crawl = %current.crawl, stage, "the crawl's spec was replaced: restarting the stage under it");
+                tracing::info!(crawl = %current.crawl, stage = stage.name(), "the crawl's spec was replaced: restarting the stage under it");
                 trigger.trigger();
                 return Some(new);
             }
@@ -148,7 +148,7 @@ pub async fn mark_stage(
     redis_url: &str,
     conn: &mut Option<ConnectionManager>,
     crawl: &str,
-    stage: &str,
+    stage: Stage,
 ) {
     if conn.is_none() {
         *conn = crate::redis_conn::connect(redis_url).await.ok();
@@ -175,7 +175,7 @@ async fn set_mark(c: &mut ConnectionManager, key: &str, value: &str) {
 pub async fn stage_live(
     conn: &mut ConnectionManager,
     crawl: &str,
-    stage: &str,
+    stage: Stage,
 ) -> Result<bool, String> {
     redis::cmd("EXISTS")
         .arg(stage_key(crawl, stage))

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters};
+use trawl_core::pipeline::Hop;
 use trawl_core::queue::Queue;
 
 const URL: &str = "nats://127.0.0.1:4222";
@@ -24,7 +25,7 @@ async fn client() -> Option<async_nats::Client> {
 /// A hop of its own per test, so tests never share messages.
 fn cfg(max_deliver: i64, ack_wait: Duration) -> QueueConfig {
     let tag = uuid::Uuid::new_v4().simple().to_string();
-    let mut c = QueueConfig::for_hop(&format!("t{}", &tag[..12]), "work", "worker");
+    let mut c = QueueConfig::for_hop(&format!("t{}", &tag[..12]), Hop::Fetched);
     c.max_deliver = max_deliver;
     c.ack_wait = ack_wait;
     c

@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig};
+use trawl_core::pipeline::Hop;
 use trawl_core::queue::Queue;
 
 const HOST: &str = "127.0.0.4";
@@ -76,7 +77,7 @@ async fn a_pull_the_dying_server_never_answers_returns() {
     let client = async_nats::connect(format!("nats://{HOST}:{port}"))
         .await
         .unwrap();
-    let mut cfg = QueueConfig::for_hop("restart", "work", "worker");
+    let mut cfg = QueueConfig::for_hop("restart", Hop::Fetched);
     cfg.ack_wait = Duration::from_secs(2);
     let q: JetStreamQueue<u32> = JetStreamQueue::connect(&client, cfg).await.unwrap();
     q.publish(1).await.unwrap();

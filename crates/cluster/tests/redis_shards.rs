@@ -249,5 +249,9 @@ async fn a_service_naming_other_servers_is_refused() {
         Ok(_) => panic!("one server for a crawl of two shards"),
         Err(e) => e,
     };
-    assert!(err.contains("TRAWL_REDIS_STATE_URLS"), "{err}");
+    assert!(
+        err.is_fatal(),
+        "settings that cannot work are not retried: {err}"
+    );
+    assert!(err.to_string().contains("TRAWL_REDIS_STATE_URLS"), "{err}");
 }

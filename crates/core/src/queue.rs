@@ -328,8 +328,9 @@ impl<M: Clone + Send + 'static> Queue<M> for MemoryQueue<M> {
 }
 
 /// A hop this process does not use: every call fails. A service connects only the hops
-/// of its stage, and a stage that reached for another would be a wiring mistake.
-pub struct Unconnected(pub &'static str);
+/// of its stage ([`crate::pipeline::Stage::hops`]), and a stage that reached for another
+/// would be a wiring mistake.
+pub struct Unconnected(pub crate::pipeline::Hop);
 
 impl Unconnected {
     fn refuse<T>(&self) -> CoreResult<T> {

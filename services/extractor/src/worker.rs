@@ -185,7 +185,7 @@ pub async fn serve(
         &ctx.hops,
         &ctx.shutdown,
     );
-    Ok(workers.join().await?)
+    workers.join().await
 }
 
 /// How one page went through [`extract_and_publish`].

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use trawl_core::history::History;
-use trawl_core::pipeline::{StageContext, StageResult, Workers};
+use trawl_core::pipeline::{Stage, StageContext, StageResult, Workers};
 
 use crate::{Fetcher, FetcherConfig};
 
@@ -24,7 +24,7 @@ pub async fn serve(ctx: StageContext, history: Option<Arc<dyn History>>) -> Stag
         }
         cfg.cap_bodies(fits);
     }
-    let warc = crate::warcout::replica_series(spec, &ctx.process, "fetcher", "trawl")?;
+    let warc = crate::warcout::replica_series(spec, &ctx.process, Stage::Fetcher.name(), "trawl")?;
     let mut fetcher = Fetcher::new(
         cfg,
         ctx.state.clone(),
@@ -48,5 +48,5 @@ pub async fn serve(ctx: StageContext, history: Option<Arc<dyn History>>) -> Stag
     let result = workers.join().await;
     drop(fetcher);
     crate::warcout::finish_series(warc).await?;
-    Ok(result?)
+    result
 }

@@ -428,7 +428,7 @@ pub async fn serve(ctx: StageContext, recheck: Option<recheck::Recheck>) -> Stag
     }
     // One failing half ends the stage (the service starts it again): the other must not
     // keep it alive without its partner.
-    Ok(workers.join().await?)
+    workers.join().await
 }
 
 #[cfg(test)]

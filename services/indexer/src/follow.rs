@@ -47,11 +47,38 @@ pub struct IndexProgress {
     pub from: AtomicU64,
     pub pages: AtomicU64,
     pub chunks: AtomicU64,
+    /// The recent rate of chunks stored, for the ETA.
+    rate: std::sync::Mutex<ChunkRate>,
+}
+
+/// Chunks stored a second, smoothed over about the last 10 s: the first pages (a model
+/// warming up, pages whose chunks are all repeats and need no vector) say little about the
+/// rest, and a rate since the start would swing the ETA from seconds to hours.
+#[derive(Debug, Default)]
+struct ChunkRate {
+    at: Duration,
+    chunks: u64,
+    per_s: Option<f64>,
+}
+
+impl ChunkRate {
+    fn sample(&mut self, elapsed: Duration, chunks: u64) -> Option<f64> {
+        let dt = elapsed.saturating_sub(self.at).as_secs_f64();
+        if dt >= 1.0 {
+            let now = chunks.saturating_sub(self.chunks) as f64 / dt;
+            let w = (dt / 10.0).min(1.0);
+            self.per_s = Some(self.per_s.map_or(now, |r| r + w * (now - r)));
+            self.at = elapsed;
+            self.chunks = chunks;
+        }
+        self.per_s
+    }
 }
 
 impl IndexProgress {
     /// One line on the index: pages and chunks stored, the backlog, and once the rate is
-    /// known, when it will be through.
+    /// known, when it will be through. The ETA counts chunks, the embedder's unit of work:
+    /// the bytes of `pages.jsonl` left, at the chunks a byte so far, over the recent rate.
     pub fn line(&self, elapsed: Duration) -> String {
         let written = self.written.load(Ordering::Relaxed);
         let indexed = self.indexed.load(Ordering::Relaxed);
@@ -60,22 +87,28 @@ impl IndexProgress {
         let pages = self.pages.load(Ordering::Relaxed);
         let secs = elapsed.as_secs_f64().max(0.001);
         let left = written.saturating_sub(indexed);
+        let done = indexed.saturating_sub(from);
         let pct = if written > from {
-            100.0 * (indexed - from.min(indexed)) as f64 / (written - from) as f64
+            100.0 * done as f64 / (written - from) as f64
         } else {
             100.0
         };
-        let rate = (indexed.saturating_sub(from)) as f64 / secs;
-        let eta = if left == 0 {
-            "caught up".to_string()
-        } else if rate > 0.0 {
-            format!("ETA {}", clock(Duration::from_secs_f64(left as f64 / rate)))
-        } else {
-            "ETA unknown".to_string()
+        let rate = self
+            .rate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sample(elapsed, chunks);
+        let eta = match rate {
+            _ if left == 0 => "caught up".to_string(),
+            Some(r) if r > 0.0 && done > 0 && chunks > 0 => {
+                let chunks_left = left as f64 * chunks as f64 / done as f64;
+                format!("ETA {}", clock(Duration::from_secs_f64(chunks_left / r)))
+            }
+            _ => "ETA unknown".to_string(),
         };
         format!(
             "index: {pages} pages · {chunks} chunks ({:.1} chunks/s) · {pct:.0}% of pages.jsonl · {eta}",
-            chunks as f64 / secs
+            rate.unwrap_or(chunks as f64 / secs)
         )
     }
 }
@@ -199,6 +232,34 @@ pub async fn follow_pages(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fast start (pages whose chunks needed no vector) then a steady embedder: the ETA
+    /// follows the recent rate, not the rate since the start.
+    #[test]
+    fn the_eta_follows_the_recent_chunk_rate() {
+        let p = IndexProgress::default();
+        let set = |written: u64, indexed: u64, chunks: u64| {
+            p.written.store(written, Ordering::Relaxed);
+            p.indexed.store(indexed, Ordering::Relaxed);
+            p.chunks.store(chunks, Ordering::Relaxed);
+        };
+        // First second: 1,000 chunks (1 MB of pages) stored.
+        set(2_000_000, 1_000_000, 1_000);
+        p.line(Duration::from_secs(1));
+        // Then 10 chunks a second (10 KB of pages) for a minute, pages.jsonl growing.
+        let mut line = String::new();
+        for s in 2..=60u64 {
+            let indexed = 1_000_000 + (s - 1) * 10_000;
+            set(2_000_000 + s * 10_000, indexed, 1_000 + (s - 1) * 10);
+            line = p.line(Duration::from_secs(s));
+        }
+        // 1.01 MB left at a chunk a KB: about 1,010 chunks at 10 a second, 101 s. The rate
+        // since the start (1,590 chunks in 60 s) would say 38 s.
+        let eta = line.rsplit("ETA ").next().unwrap();
+        let (m, s) = eta.trim_end_matches('s').split_once('m').expect("minutes");
+        let secs: u64 = m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap();
+        assert!((70..=110).contains(&secs), "{line}");
+    }
 
     /// Waits at most `max` for the index to pass `offset`.
     async fn wait_indexed(progress: &IndexProgress, offset: u64, max: Duration) -> bool {

@@ -18,7 +18,7 @@ use trawl_core::change::ChangeEvent;
 use trawl_core::counters::Counter;
 use trawl_core::history::{History, PageArchive, Unlinked};
 use trawl_core::journal::Journal;
-use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
+use trawl_core::pipeline::{Hops, Shutdown, Stage, StageContext, StageError, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::state::State;
 use trawl_core::{CoreError, Doc, PageRecord};
@@ -497,7 +497,7 @@ pub async fn serve(
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let name = format!(
         "{}-{}",
-        ctx.process.instance_name("indexer"),
+        ctx.process.instance_name(Stage::Indexer.name()),
         std::process::id()
     );
     let path = out.join(format!("pages-{name}.jsonl"));
@@ -551,17 +551,13 @@ pub async fn serve(
             }
         }
     };
+    let index = match &ctx.process.index_uri {
+        Some(uri) => Some((uri, open_index(&ctx, uri).await?)),
+        None => None,
+    };
     let pages = async {
-        match &ctx.process.index_uri {
-            Some(uri) => {
-                let opts = trawl_index::IndexOptions::for_process(
-                    uri.clone(),
-                    &ctx.spec.index,
-                    ctx.process.embed,
-                    ctx.process.model_dir.clone(),
-                );
-                // A missing model stops the service here with the fetch instructions.
-                let indexer = trawl_index::Indexer::open(opts).await?;
+        match index {
+            Some((uri, indexer)) => {
                 tracing::info!(
                     index = %uri,
                     embed = ctx.process.embed,
@@ -591,6 +587,23 @@ pub async fn serve(
     let r = tokio::try_join!(pages, dead).map(|_| ());
     sink.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
     Ok(r?)
+}
+
+/// The index at `uri`, opened before the stage takes a page. A model that is missing or
+/// does not load, or index settings that cannot work, are [fatal](StageError::fatal) (the
+/// error says how to fetch the model): opened again, they would fail the same way. The
+/// store's errors (a bucket away) are not.
+async fn open_index(ctx: &StageContext, uri: &str) -> Result<trawl_index::Indexer, StageError> {
+    let opts = trawl_index::IndexOptions::for_process(
+        uri.to_string(),
+        &ctx.spec.index,
+        ctx.process.embed,
+        ctx.process.model_dir.clone(),
+    );
+    trawl_index::Indexer::open(opts).await.map_err(|e| match e {
+        trawl_index::IndexError::Store(_) => StageError::transient(e),
+        e => StageError::fatal(e),
+    })
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trawl_core::archives::ArchiveLedger;
-use trawl_core::pipeline::{StageContext, StageResult, Workers};
+use trawl_core::pipeline::{Stage, StageContext, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_dedup::Gate;
 
@@ -63,7 +63,7 @@ impl IngesterConfig {
             download_dir: ctx.process.out.join("downloads"),
             replica: format!(
                 "{}-{}",
-                ctx.process.instance_name("ingester"),
+                ctx.process.instance_name(Stage::Ingester.name()),
                 std::process::id()
             ),
             max_message_bytes: ctx.max_message_bytes,
@@ -98,5 +98,5 @@ pub async fn serve(
     workers.spawn_n(cfg.archives_at_once, || {
         run_worker(parts.clone(), cfg.clone(), ctx.shutdown.clone())
     });
-    workers.join().await.map_err(Into::into)
+    workers.join().await
 }

@@ -16,4 +16,4 @@ mod sink;
 mod worker;
 
 pub use sink::{RefinedSink, SinkError};
-pub use worker::{RefinerConfig, RefinerError, run_worker, serve, spawn};
+pub use worker::{RefinerConfig, RefinerError, check, run_worker, serve, spawn};

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use trawl_core::counters::Counter;
-use trawl_core::pipeline::{Shutdown, StageContext, StageResult, Workers};
+use trawl_core::pipeline::{Shutdown, Stage, StageContext, StageError, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::settings::RefineSettings;
 use trawl_core::state::State;
 use trawl_core::{CoreError, RefineJob};
+use trawl_refine::backend::BackendError;
 use trawl_refine::page::{Engine, Refined, refine_guarded};
 use trawl_refine::program::Mode;
 
@@ -75,17 +76,33 @@ pub fn spawn(
     });
 }
 
+/// The refiner's start-up check: the engine its settings name can be built (a model
+/// file, a system prompt, an endpoint), checked without loading anything. A failure is
+/// [fatal](StageError::fatal): the crawl's pages would wait for a refiner that restarts
+/// forever.
+pub fn check(settings: &RefineSettings) -> Result<(), StageError> {
+    crate::engine::check(settings).map_err(StageError::fatal)
+}
+
 /// The refiner as one stage of a cluster crawl: the engine of this process's settings
-/// (loaded before the stage is ready), its own `refined-<replica>-<pid>.jsonl` in the
-/// output directory.
+/// (checked, then loaded before the stage is ready: what cannot load is fatal, a server
+/// that does not answer is not), its own `refined-<replica>-<pid>.jsonl` in the output
+/// directory.
 pub async fn serve(ctx: StageContext, settings: RefineSettings) -> StageResult {
+    check(&settings)?;
     let s = settings.clone();
     let engine = tokio::task::spawn_blocking(move || crate::engine::build(&s))
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| e.to_string())?
+        .map_err(|e| match e {
+            crate::engine::EngineError::Backend(
+                BackendError::Unreachable { .. } | BackendError::Status { .. },
+            ) => StageError::transient(e),
+            e => StageError::fatal(e),
+        })?;
     let name = format!(
         "{}-{}",
-        ctx.process.instance_name("refiner"),
+        ctx.process.instance_name(Stage::Refiner.name()),
         std::process::id()
     );
     let sink = Arc::new(RefinedSink::open(
@@ -108,7 +125,7 @@ pub async fn serve(ctx: StageContext, settings: RefineSettings) -> StageResult {
         &ctx.state,
         &ctx.shutdown,
     );
-    Ok(workers.join().await?)
+    workers.join().await
 }
 
 /// Pulls pages one at a time and refines them until the stop.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trawl_core::counters::Counter;
-use trawl_core::pipeline::{Hops, Shutdown, StageContext, StageResult, Workers};
+use trawl_core::pipeline::{Hops, Shutdown, Stage, StageContext, StageError, StageResult, Workers};
 use trawl_core::queue::Queue;
 use trawl_core::render::RenderInfo;
 use trawl_core::settings::{CrawlSettings, ProcessSettings};
@@ -55,6 +55,21 @@ pub enum RenderError {
 impl RenderError {
     fn cdp(e: chromiumoxide::error::CdpError) -> Self {
         RenderError::Browser(e.to_string())
+    }
+}
+
+/// Why a renderer cannot start.
+const NO_CHROMIUM: &str = "no Chromium found: install chromium-headless-shell, or give its \
+     path as `process.chromium` in TRAWL_CONFIG, TRAWL_CHROMIUM or CHROME";
+
+/// The renderer's start-up check: this process's browser (`process.chromium`, from the
+/// settings file or `TRAWL_CHROMIUM`; else `CHROME`, else one on `PATH`) is there. Without
+/// one it is a [fatal](StageError::fatal) error: a service would mark itself a live
+/// renderer, and extractors would send it pages it never takes.
+pub fn check(p: &ProcessSettings) -> Result<(), StageError> {
+    match find_chromium(p.chromium.as_deref()) {
+        Some(_) => Ok(()),
+        None => Err(StageError::fatal(NO_CHROMIUM)),
     }
 }
 
@@ -280,10 +295,9 @@ pub async fn run_worker(
 /// crawl's shared dedup gate, DOMs cut to fit the hop's message limit.
 pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn trawl_dedup::Gate>>) -> StageResult {
     let spec = &ctx.spec;
-    let cfg = RendererConfig::from_settings(&spec.settings, &ctx.process).ok_or(
-        "no Chromium found: install chromium-headless-shell, or set TRAWL_CHROMIUM (or CHROME) to its path",
-    )?;
-    let warc = warcout::replica_series(spec, &ctx.process, "renderer", "trawl-render")?;
+    let cfg = RendererConfig::from_settings(&spec.settings, &ctx.process)
+        .ok_or_else(|| StageError::fatal(NO_CHROMIUM))?;
+    let warc = warcout::replica_series(spec, &ctx.process, Stage::Renderer.name(), "trawl-render")?;
     let fetcher = Fetcher::new(
         FetcherConfig::from_settings(&spec.crawl, &spec.settings),
         ctx.state.clone(),
@@ -307,5 +321,5 @@ pub async fn serve(ctx: StageContext, gate: Option<Arc<dyn trawl_dedup::Gate>>) 
     renderer.close().await;
     drop(renderer);
     warcout::finish_series(warc).await?;
-    Ok(result?)
+    result
 }

@@ -607,6 +607,12 @@ pub struct ProcessSettings {
     pub chromium: Option<PathBuf>,
     /// Pages rendered at once by this process (each a browser tab of its own).
     pub render_concurrency: usize,
+    /// Queued URLs the embedded frontier keeps in memory (about 400 bytes each); the rest
+    /// wait in OUT/frontier.spill, so memory stays flat however far discovery runs ahead.
+    pub queued_in_memory: usize,
+    /// Pages the embedded SimHash gate (`trawl crawl`, `trawl ingest`) keeps in memory
+    /// (about 250 bytes each); past that it moves to OUT/gate.db.
+    pub gate_in_memory: usize,
 }
 
 impl Default for ProcessSettings {
@@ -622,6 +628,8 @@ impl Default for ProcessSettings {
             instance: None,
             chromium: None,
             render_concurrency: 2,
+            queued_in_memory: 50_000,
+            gate_in_memory: 200_000,
         }
     }
 }

@@ -2,9 +2,11 @@
 //! fetch jobs as hosts become ready. Settings: `TRAWL_*` (see `trawl_core::settings`); the
 //! crawl's own settings come from `trawl submit`.
 
+use trawl_cluster::service::{self, Stage};
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    trawl_cluster::service::run("frontier", |ctx, backends| async move {
+    service::run(Stage::Frontier, |ctx, backends| async move {
         let recheck = match backends.history(&ctx.spec).await? {
             Some(history) => Some(trawl_frontier::recheck::Recheck {
                 crawl: ctx.spec.crawl.clone(),

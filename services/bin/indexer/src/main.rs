@@ -9,10 +9,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
 
+use trawl_cluster::service::{self, Stage};
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     trawl_index::alloc::keep_freed_pages();
-    trawl_cluster::service::run("indexer", |ctx, backends| async move {
+    service::run(Stage::Indexer, |ctx, backends| async move {
         let archive = backends.archive(&ctx.spec).await?;
         let since = backends.history(&ctx.spec).await?.map(|h| {
             let crawl = h.crawl.clone();

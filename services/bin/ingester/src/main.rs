@@ -3,11 +3,13 @@
 //! and the crawl's dedup gate in Redis onto `trawl.docs` for the indexers; each archive's
 //! progress is in Redis for `trawl status`.
 
+use trawl_cluster::service::{self, Hop, Stage};
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    trawl_cluster::service::run("ingester", |ctx, backends| async move {
+    service::run(Stage::Ingester, |ctx, backends| async move {
         let archives = backends
-            .queue::<trawl_ingester::ArchiveJob>("archives")
+            .queue::<trawl_ingester::ArchiveJob>(Hop::Archives)
             .await?;
         let gate = backends.dedup_gate(&ctx.spec).await?;
         let ledger = backends.ledger(&ctx.spec).await?;

@@ -3,7 +3,9 @@
 //! event is acked once the receiver answered 2xx, retried with backoff, and moved to the
 //! dead-letter stream when it cannot be delivered.
 
+use trawl_cluster::service::{self, Stage};
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    trawl_cluster::service::run("notifier", |ctx, _| trawl_notifier::serve(ctx)).await
+    service::run(Stage::Notifier, |ctx, _| trawl_notifier::serve(ctx)).await
 }

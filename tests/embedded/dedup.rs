@@ -12,7 +12,7 @@ fn seeds(site: &TestSite) -> Vec<String> {
 
 /// The four versions of an article, crawled in seed order: one fetch at a time and spaced,
 /// so each page is through the gate before the next arrives and "first" is the seed order.
-fn in_seed_order(site: &TestSite, out: &std::path::Path) -> trawl::CrawlOptions {
+fn in_seed_order(site: &TestSite, out: &std::path::Path) -> trawl_runtime::CrawlPlan {
     let mut o = options(&seeds(site), out);
     o.crawl.max_depth = 0;
     o.concurrency = 1;

@@ -4,16 +4,14 @@
 use std::path::Path;
 
 use serde_json::Value;
-use trawl::CrawlOptions;
+use trawl_runtime::CrawlPlan;
 
 /// Options for crawling the loopback test site fast: private addresses allowed, no delay.
-pub fn options(seeds: &[String], out: &Path) -> CrawlOptions {
-    let mut o = CrawlOptions::with_seeds(seeds.iter().cloned());
+pub fn options(seeds: &[String], out: &Path) -> CrawlPlan {
+    let mut o = CrawlPlan::with_seeds(seeds.iter().cloned(), out);
     o.crawl.allow_private = true;
     o.crawl.delay_ms = 0;
     o.concurrency = 8;
-    o.out = out.to_path_buf();
-    o.progress = "none".into();
     o.crawl.timeout_s = 10;
     // These tests are about crawling; the index has its own tests (index_search.rs).
     o.index.no_index = true;
@@ -135,18 +133,33 @@ pub fn services_up() -> bool {
 }
 
 /// A binary of the workspace: they sit beside the test's directory (`target/<profile>/`).
+/// One older than a source file it is built from is refused: `cargo test -p trawl-tests`
+/// rebuilds the stage libraries this test links but not the service binaries, and would
+/// otherwise test the old service.
 pub fn bin(name: &str) -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join(name);
-    p.exists().then_some(p)
+    let dir = exe.parent()?.parent()?;
+    let p = dir.join(name);
+    if !p.exists() {
+        return None;
+    }
+    if let Some(src) = stale::newer_source(&p, name) {
+        panic!(
+            "{} is older than {}, which it is built from: build it again \
+             (`cargo build --bin {name}`, or test the whole workspace: `cargo test --workspace`)",
+            p.display(),
+            src.display()
+        );
+    }
+    Some(p)
 }
 
 /// Removes a test crawl's streams from the shared nats-server and its keys from `redis_url`.
 pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
     let client = async_nats::connect("nats://127.0.0.1:4222").await.unwrap();
     let js = async_nats::jetstream::new(client);
-    for (hop, _) in trawl_core::pipeline::HOPS {
-        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop, "x");
+    for hop in trawl_core::pipeline::Hop::ALL {
+        let q = trawl_cluster::jetstream::QueueConfig::for_hop(prefix, hop);
         let _ = js.delete_stream(&q.stream).await;
         let _ = js.delete_stream(&q.dead_letter_stream).await;
     }
@@ -160,3 +173,4 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
 pub mod api_site;
 pub mod changing;
 pub mod services;
+mod stale;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{options, pages, report};
+use trawl_runtime::StartMode;
 use trawl_testsite::{Robots, SiteConfig, TestSite};
 
 const PAGES: usize = 400;
@@ -292,7 +293,9 @@ async fn a_crawl_directory_is_never_written_over_unless_asked() {
     std::fs::write(foreign.join("thesis.tex"), "mine").unwrap();
     for overwrite in [false, true] {
         let mut o = options(&seeds, &foreign);
-        o.overwrite = overwrite;
+        if overwrite {
+            o.start = StartMode::Overwrite;
+        }
         let e = trawl::crawl(o).await.unwrap_err().to_string();
         assert!(
             e.contains("files trawl did not write") && e.contains("thesis.tex"),
@@ -310,7 +313,9 @@ async fn a_crawl_directory_is_never_written_over_unless_asked() {
     // A finished crawl is kept: the same command again, or with --resume, is refused.
     for resume in [false, true] {
         let mut o = options(&seeds, &out);
-        o.resume = resume;
+        if resume {
+            o.start = StartMode::Resume;
+        }
         let e = trawl::crawl(o).await.unwrap_err().to_string();
         assert!(
             e.contains("holds a finished crawl") && e.contains("--overwrite"),
@@ -319,7 +324,7 @@ async fn a_crawl_directory_is_never_written_over_unless_asked() {
     }
     // A mistyped model directory fails before any output is touched.
     let mut o = options(&seeds, &out);
-    o.overwrite = true;
+    o.start = StartMode::Overwrite;
     o.index.no_index = false;
     o.index.settings.embed = true;
     o.index.settings.model_dir = Some(tmp.path().join("no-such-model"));
@@ -333,7 +338,7 @@ async fn a_crawl_directory_is_never_written_over_unless_asked() {
 
     // --overwrite starts over: one crawl's pages, not two.
     let mut o = options(&seeds, &out);
-    o.overwrite = true;
+    o.start = StartMode::Overwrite;
     trawl::crawl(o).await.unwrap();
     let again = pages(&out);
     assert_eq!(
@@ -368,7 +373,7 @@ async fn an_unfinished_crawl_is_resumed_only_when_asked_and_from_the_same_start(
         "{e}"
     );
     let mut o = options(&[site.url("/blog/1")], &out);
-    o.resume = true;
+    o.start = StartMode::Resume;
     let e = trawl::crawl(o).await.unwrap_err().to_string();
     assert!(e.contains("give the same start URLs"), "{e}");
 
@@ -376,7 +381,7 @@ async fn an_unfinished_crawl_is_resumed_only_when_asked_and_from_the_same_start(
     let before = pages(&out).len();
     let hits = site.hits("/page/").len();
     let mut o = options(&seeds, &out);
-    o.resume = true;
+    o.start = StartMode::Resume;
     trawl::crawl(o).await.unwrap();
     assert_eq!(pages(&out).len(), before);
     assert_eq!(site.hits("/page/").len(), hits, "nothing is fetched again");

@@ -14,7 +14,7 @@ use trawl_store::resume::Resume;
 
 use crate::crawl_dir::{self, Start};
 use crate::index_task::{IndexTask, start_index};
-use crate::options::CrawlOptions;
+use crate::plan::{CrawlPlan, StartMode};
 
 /// What a crawl will do, worked out (and checked) before anything is written.
 pub(super) struct Plan {
@@ -31,7 +31,7 @@ pub(super) struct Plan {
 
 impl Plan {
     pub(super) fn new(
-        opts: &CrawlOptions,
+        opts: &CrawlPlan,
         started_at: &chrono::DateTime<chrono::Utc>,
     ) -> anyhow::Result<Self> {
         opts.crawl.validate()?;
@@ -48,7 +48,12 @@ impl Plan {
             due_only: false,
             state_shards: 1,
         };
-        let start_kind = crawl_dir::decide(&opts.out, &spec.start, opts.resume, opts.overwrite)?;
+        let start_kind = crawl_dir::decide(
+            &opts.out,
+            &spec.start,
+            opts.start == StartMode::Resume,
+            opts.start == StartMode::Overwrite,
+        )?;
         let since = match (&opts.since, &start_kind) {
             (Some(d), _) => Some(d.clone()),
             (None, Start::Resume(s)) => s.since.clone(),
@@ -109,7 +114,7 @@ impl Outputs {
     /// Everything was checked by [`Plan::new`]; this is where the directory is written. A
     /// resumed crawl's files are first cut back to what the store committed, and the pages
     /// written but not yet indexed at the stop go to the index again.
-    pub(super) async fn open(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Outputs> {
+    pub(super) async fn open(opts: &CrawlPlan, plan: &Plan) -> anyhow::Result<Outputs> {
         let out = &opts.out;
         if plan.start == Start::Overwrite {
             trawl_store::dir::remove_outputs(out)

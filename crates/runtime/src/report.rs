@@ -131,9 +131,18 @@ pub struct CrawlReport {
     pub crawl: String,
     pub seeds: Vec<String>,
     pub started_at: String,
+    /// The whole run: the crawl, then the index finishing what the crawl wrote.
     pub elapsed_s: f64,
+    /// The crawl alone: until its last page was written to pages.jsonl.
+    #[serde(default)]
+    pub crawl_s: f64,
+    /// Indexing after the crawl ended (embedding what was left, building the indexes);
+    /// the index works during the crawl too, so this is what it added to the run.
+    #[serde(default)]
+    pub index_s: f64,
     /// Lines in pages.jsonl.
     pub pages: i64,
+    /// Pages a second of the crawl's own time (`crawl_s`), not counting the index's.
     pub pages_per_s: f64,
     pub pages_with_text: i64,
     pub duplicates: DuplicateStats,
@@ -173,13 +182,26 @@ pub struct CrawlReport {
     pub refine: Option<RefineStats>,
 }
 
+/// How long a run took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    /// The whole run.
+    pub elapsed: Duration,
+    /// Until the crawl's last page was written (the index may go on after it).
+    pub crawl: Duration,
+}
+
+fn seconds(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
 impl CrawlReport {
     #[allow(clippy::too_many_arguments)]
     pub fn build(
         crawl: &str,
         seeds: &[String],
         started_at: chrono::DateTime<chrono::Utc>,
-        elapsed: Duration,
+        timing: Timing,
         c: &Counters,
         left_queued: usize,
         warc_files: &[PathBuf],
@@ -189,13 +211,15 @@ impl CrawlReport {
         let errors = c.errors();
         let err = |k: &str| errors.get(k).copied().unwrap_or(0);
         let pages = get(Counter::Pages);
-        let secs = elapsed.as_secs_f64();
+        let secs = timing.crawl.as_secs_f64();
         let out_of_scope = get(Counter::FrontierOutOfScope) + get(Counter::RedirectOutOfScope);
         Self {
             crawl: crawl.to_string(),
             seeds: seeds.to_vec(),
             started_at: started_at.to_rfc3339(),
-            elapsed_s: (secs * 1000.0).round() / 1000.0,
+            elapsed_s: seconds(timing.elapsed),
+            crawl_s: seconds(timing.crawl),
+            index_s: seconds(timing.elapsed.saturating_sub(timing.crawl)),
             pages,
             pages_per_s: if secs > 0.0 {
                 ((pages as f64 / secs) * 10.0).round() / 10.0

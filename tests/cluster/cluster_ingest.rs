@@ -86,7 +86,7 @@ async fn local_ingest(
         dedup_distance: 2,
         no_dedup: false,
         boilerplate_min_pages: 0,
-        gate_in_memory,
+        gate_in_memory: Some(gate_in_memory),
     })
     .await
     .unwrap()

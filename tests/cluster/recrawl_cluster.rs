@@ -214,9 +214,13 @@ async fn undeliverable_events_end_in_the_dead_letters() {
             queue_prefix: format!("n{}", &tag[..10]),
             ..Default::default()
         };
-        let q = trawl_cluster::service::queue::<ChangeEvent>(&client, &cluster, "changed")
-            .await
-            .unwrap();
+        let q = trawl_cluster::service::queue::<ChangeEvent>(
+            &client,
+            &cluster,
+            trawl_core::pipeline::Hop::Changed,
+        )
+        .await
+        .unwrap();
         let ids = ["evt_1", "evt_2", "evt_3"];
         for id in ids {
             q.publish(event(id)).await.unwrap();
@@ -241,7 +245,7 @@ async fn undeliverable_events_end_in_the_dead_letters() {
             state.clone(),
             stop,
         ));
-        let cfg = QueueConfig::from_settings(&cluster, "changed", "notifier");
+        let cfg = QueueConfig::from_settings(&cluster, trawl_core::pipeline::Hop::Changed);
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut dead = Vec::new();
         while dead.len() < ids.len() + 1 && Instant::now() < deadline {

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use trawl_core::pipeline::Stage;
 
 use support::services::{NAMES, Services, Stack, free_port, service_bins, spawn, submit_wait};
 use support::{cleanup, max_overlap, min_gap_ms, options};
@@ -100,12 +101,17 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
     let mut redis = trawl_cluster::redis_conn::connect("redis://127.0.0.1:6379")
         .await
         .unwrap();
-    let live = async |redis: &mut redis::aio::ConnectionManager, stage: &str| {
+    let live = async |redis: &mut redis::aio::ConnectionManager, stage: Stage| {
         trawl_cluster::spec_watch::stage_live(redis, &crawl, stage)
             .await
             .unwrap()
     };
-    for stage in ["frontier", "fetcher", "extractor", "indexer"] {
+    for stage in [
+        Stage::Frontier,
+        Stage::Fetcher,
+        Stage::Extractor,
+        Stage::Indexer,
+    ] {
         let mut marked = false;
         for _ in 0..50 {
             marked = live(&mut redis, stage).await;
@@ -116,7 +122,7 @@ async fn four_services_in_six_processes_crawl_what_the_embedded_crawler_crawls()
         }
         assert!(marked, "{stage} waiting for the spec is not marked live");
     }
-    assert!(!live(&mut redis, "renderer").await);
+    assert!(!live(&mut redis, Stage::Renderer).await);
 
     let report = submit_wait(
         &paths[0],

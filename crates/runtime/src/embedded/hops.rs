@@ -82,7 +82,9 @@ impl MemoryHops {
             fetched: self.fetched.clone(),
             docs: self.docs.clone(),
             render: self.render.clone(),
-            changed: Arc::new(trawl_core::queue::Unconnected("changed")),
+            changed: Arc::new(trawl_core::queue::Unconnected(
+                trawl_core::pipeline::Hop::Changed,
+            )),
             refine: self.refine.clone(),
         }
     }

@@ -321,7 +321,8 @@ async fn the_refiner_over_jetstream_writes_each_page_once_and_drains_its_hop() {
     };
     let tag = uuid::Uuid::new_v4().simple().to_string();
     let prefix = format!("t{}", &tag[..12]);
-    let mut c = trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, "refine", "refiner");
+    let mut c =
+        trawl_cluster::jetstream::QueueConfig::for_hop(&prefix, trawl_core::pipeline::Hop::Refine);
     c.ack_wait = Duration::from_secs(30);
     let queue: Arc<dyn Queue<trawl_core::RefineJob>> = Arc::new(
         trawl_cluster::jetstream::JetStreamQueue::connect(&client, c)

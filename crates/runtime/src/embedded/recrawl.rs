@@ -12,7 +12,7 @@ use trawl_store::history::StoreHistory;
 
 use super::plan::Plan;
 use crate::crawl_dir::Start;
-use crate::options::CrawlOptions;
+use crate::plan::CrawlPlan;
 
 /// The earlier crawl's URLs this crawl did not reach are fetched once the crawl is done:
 /// still there (not linked any more), changed, or removed.
@@ -29,7 +29,7 @@ type RecrawlParts = (
 );
 
 pub(super) fn recrawl_parts(
-    opts: &CrawlOptions,
+    opts: &CrawlPlan,
     plan: &Plan,
     changes: Option<JsonlSink>,
 ) -> anyhow::Result<RecrawlParts> {

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use trawl_core::pipeline::Hop;
 
 use tokio::sync::watch;
 use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig};
@@ -39,13 +40,8 @@ async fn backends() -> Option<async_nats::Client> {
     }
 }
 
-async fn queue<M>(
-    client: &async_nats::Client,
-    prefix: &str,
-    hop: &str,
-    stage: &str,
-) -> Arc<JetStreamQueue<M>> {
-    let mut c = QueueConfig::for_hop(prefix, hop, stage);
+async fn queue<M>(client: &async_nats::Client, prefix: &str, hop: Hop) -> Arc<JetStreamQueue<M>> {
+    let mut c = QueueConfig::for_hop(prefix, hop);
     c.ack_wait = Duration::from_secs(30);
     Arc::new(JetStreamQueue::connect(client, c).await.unwrap())
 }
@@ -101,11 +97,10 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             .unwrap(),
     );
     let discovered: Arc<JetStreamQueue<Discovered>> =
-        queue(&client, &prefix, "discovered", "frontier").await;
-    let fetch: Arc<JetStreamQueue<FetchJob>> = queue(&client, &prefix, "fetch", "fetcher").await;
-    let fetched: Arc<JetStreamQueue<Fetched>> =
-        queue(&client, &prefix, "fetched", "extractor").await;
-    let docs: Arc<JetStreamQueue<Doc>> = queue(&client, &prefix, "docs", "indexer").await;
+        queue(&client, &prefix, Hop::Discovered).await;
+    let fetch: Arc<JetStreamQueue<FetchJob>> = queue(&client, &prefix, Hop::Fetch).await;
+    let fetched: Arc<JetStreamQueue<Fetched>> = queue(&client, &prefix, Hop::Fetched).await;
+    let docs: Arc<JetStreamQueue<Doc>> = queue(&client, &prefix, Hop::Docs).await;
 
     let frontier = Arc::new(trawl_frontier::Frontier::new(
         trawl_frontier::FrontierConfig {
@@ -204,8 +199,8 @@ async fn the_stages_over_jetstream_and_redis_write_what_the_embedded_crawl_write
             let out = trawl_extractor::Outputs {
                 docs: o,
                 discovered: d,
-                render: Arc::new(trawl_core::queue::Unconnected("render")),
-                refine: Arc::new(trawl_core::queue::Unconnected("refine")),
+                render: Arc::new(trawl_core::queue::Unconnected(Hop::Render)),
+                refine: Arc::new(trawl_core::queue::Unconnected(Hop::Refine)),
             };
             trawl_extractor::run_worker(
                 i,

@@ -17,7 +17,7 @@ use support::changing::{
 use support::{options, pages, report};
 
 /// Crawl options with the full-text index (no model needed).
-fn indexed(seeds: &[String], out: &Path) -> trawl::CrawlOptions {
+fn indexed(seeds: &[String], out: &Path) -> trawl_runtime::CrawlPlan {
     let mut o = options(seeds, out);
     o.index.no_index = false;
     o.index.settings.embed = false;
@@ -102,21 +102,21 @@ async fn watch_rounds_request_only_what_is_due() {
     crawl.targets.sitemaps = vec![site.url("/changing/sitemap")];
     let a = site.url("/changing/a");
     site.set_page("sitemap", Some(&sitemap(&[(&a, "2026-01-01")])), true);
-    let args = trawl::watch::WatchArgs {
+    let args = trawl_runtime::watch::WatchPlan {
         crawl,
-        every: "0s".into(),
+        every: std::time::Duration::ZERO,
         rounds: 1,
         keep: 2,
     };
     // Round 1: the baseline.
-    trawl::watch::watch(args.clone()).await.unwrap();
+    trawl_runtime::watch::watch(args.clone()).await.unwrap();
     assert!(dir.join("gen-00001/pages.jsonl").exists());
     assert!(dir.join("index").exists(), "one index for every round");
 
     // Round 2: every page is due (the baseline set no schedule): asked with validators.
     second_version(&site);
     let before = site.log().len();
-    trawl::watch::watch(args.clone()).await.unwrap();
+    trawl_runtime::watch::watch(args.clone()).await.unwrap();
     let round2 = &site.log()[before..];
     assert!(round2.iter().any(|e| e.status == 304), "{round2:?}");
     let events = std::fs::read_to_string(dir.join("gen-00002/changes.jsonl")).unwrap();
@@ -141,7 +141,7 @@ async fn watch_rounds_request_only_what_is_due() {
         true,
     );
     let before = site.log().len();
-    trawl::watch::watch(args.clone()).await.unwrap();
+    trawl_runtime::watch::watch(args.clone()).await.unwrap();
     let round3: Vec<String> = site.log()[before..]
         .iter()
         .filter(|e| e.target.starts_with("/changing/"))

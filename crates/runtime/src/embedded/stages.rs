@@ -11,12 +11,12 @@ use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_store::resume::Resume;
 
 use super::plan::Plan;
-use crate::options::CrawlOptions;
+use crate::plan::CrawlPlan;
 
 /// The refiner's workers (`--refine`), writing `refined.jsonl` beside `pages.jsonl`; a page
 /// whose model backend keeps failing is written as skipped (`backend`), so the crawl ends.
 pub(super) async fn start_refiner(
-    opts: &CrawlOptions,
+    opts: &CrawlPlan,
     output: &mut Workers,
     hops: &Hops,
     state: &Arc<dyn State>,
@@ -43,7 +43,7 @@ pub(super) async fn start_refiner(
 /// The renderer, when the crawl's render mode wants one and a Chromium is found; without
 /// one, pages the rule picks keep their fetched version (`render.unavailable`).
 pub(super) fn start_renderer(
-    opts: &CrawlOptions,
+    opts: &CrawlPlan,
     plan: &Plan,
     state: &Arc<dyn State>,
     warc: Option<&WarcWriterTask>,

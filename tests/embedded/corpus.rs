@@ -31,7 +31,7 @@ fn ingest_args(inputs: Vec<String>, out: &Path) -> IngestArgs {
         threads: Some(2),
         dedup_distance: 2,
         no_dedup: false,
-        gate_in_memory: 200_000,
+        gate_in_memory: Some(200_000),
         boilerplate_min_pages: 5,
     }
 }

@@ -1,7 +1,7 @@
-//! The embedded runtime: all four stages in one process over bounded in-memory queues and
-//! in-memory state. The stages are the same library code the cluster services run, spawned
-//! through the same functions (`trawl_<stage>::spawn`); this module only plans the crawl,
-//! supervises it and writes the report.
+//! The embedded runtime: every stage of the crawl in one process over bounded in-memory
+//! queues and in-memory state. The stages are the same library code the cluster services
+//! run, spawned through the same functions (`trawl_<stage>::spawn`); this module only
+//! plans the crawl, supervises it and writes the report.
 //!
 //! The crawl is durable: its state is journaled to `crawl.db` in the output directory
 //! (`trawl-store`), and a crawl killed or interrupted there resumes with `--resume`.
@@ -28,9 +28,9 @@ use trawl_store::durable::DurableState;
 use trawl_store::journal::JournalTask;
 
 use crate::index_task::{IndexJoin, Preview};
-use crate::options::{CrawlControl, CrawlOptions, LiveCounts};
-use crate::progress::Progress;
-use crate::report::CrawlReport;
+use crate::plan::{CrawlControl, CrawlPlan, LiveCounts};
+use crate::progress::ProgressSink;
+use crate::report::{CrawlReport, Timing};
 
 mod hops;
 mod plan;
@@ -54,20 +54,26 @@ pub struct CrawlOutputs {
 }
 
 /// Runs a whole crawl and writes `pages.jsonl`, `warc/` and `report.json` under `opts.out`.
-pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutputs)> {
+pub async fn crawl(opts: CrawlPlan) -> anyhow::Result<(CrawlReport, CrawlOutputs)> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
     let plan = Plan::new(&opts, &started_at)?;
     let mut p = Pipeline::spawn(&opts, &plan).await?;
     let started_at = p.started_at.unwrap_or(started_at);
-    let progress = Progress::new(&opts.progress);
-    let stop = supervise(&mut p, &progress, started, &opts.control).await;
+    let progress = opts.progress.clone();
+    let stop = supervise(&mut p, &*progress, started, &opts.control).await;
     let interrupted = matches!(stop, Stop::Interrupted);
     let mut failure = match stop {
         Stop::Failed(e) => Some(e),
         _ => None,
     };
-    let (index, _) = p.drain(interrupted, &mut failure, &progress, started).await;
+    let (index, _) = p
+        .drain(interrupted, &mut failure, &*progress, started)
+        .await;
+    let timing = Timing {
+        elapsed: started.elapsed(),
+        crawl: p.crawl_took.unwrap_or_else(|| started.elapsed()),
+    };
     progress.finish();
     let complete = !interrupted && failure.is_none();
     if let Some(task) = p.journal_task.take()
@@ -85,7 +91,7 @@ pub async fn crawl(opts: CrawlOptions) -> anyhow::Result<(CrawlReport, CrawlOutp
         &plan.spec.crawl,
         &plan.seeds,
         started_at,
-        started.elapsed(),
+        timing,
         &counters,
         p.state.queued().await.unwrap_or(0),
         &warc_files,
@@ -136,10 +142,12 @@ struct Pipeline {
     recheck: Option<Recheck>,
     webhook: Option<JoinHandle<trawl_notifier::webhook::Deliveries>>,
     deliveries: Option<trawl_notifier::webhook::Deliveries>,
+    /// From the start until the last page was written: the crawl's own time.
+    crawl_took: Option<Duration>,
 }
 
 impl Pipeline {
-    async fn spawn(opts: &CrawlOptions, plan: &Plan) -> anyhow::Result<Pipeline> {
+    async fn spawn(opts: &CrawlPlan, plan: &Plan) -> anyhow::Result<Pipeline> {
         let s = &plan.spec.settings;
         let Outputs {
             journal_task,
@@ -255,6 +263,7 @@ impl Pipeline {
             recheck,
             webhook,
             deliveries: None,
+            crawl_took: None,
         })
     }
 
@@ -271,7 +280,7 @@ impl Pipeline {
         .await?)
     }
 
-    async fn show(&self, progress: &Progress, started: Instant, control: &CrawlControl) {
+    async fn show(&self, progress: &dyn ProgressSink, started: Instant, control: &CrawlControl) {
         if let Ok(counters) = self.state.counters().await {
             let counters = Counters::from_map(&counters);
             let queued =
@@ -294,7 +303,7 @@ impl Pipeline {
         &self,
         mut task: IndexJoin,
         p: &IndexProgress,
-        progress: &Progress,
+        progress: &dyn ProgressSink,
         started: Instant,
     ) -> Result<Result<IndexStats, IndexerError>, tokio::task::JoinError> {
         let crawled = started.elapsed();
@@ -318,7 +327,7 @@ impl Pipeline {
         &mut self,
         interrupted: bool,
         failure: &mut Option<anyhow::Error>,
-        progress: &Progress,
+        progress: &dyn ProgressSink,
         started: Instant,
     ) -> (Option<IndexStats>, Vec<PathBuf>) {
         self.intake_stop.trigger();
@@ -361,6 +370,7 @@ impl Pipeline {
         if let Err(e) = self.sink.lock().unwrap_or_else(|e| e.into_inner()).flush() {
             failure.get_or_insert(e.into());
         }
+        self.crawl_took = Some(started.elapsed());
         // The writer task has ended and dropped its sender: the index task drains and
         // builds the search indexes.
         let index = match self.index.take() {
@@ -434,7 +444,7 @@ enum Stop {
 /// Shows progress until the crawl has no work left, is interrupted or a stage fails.
 async fn supervise(
     p: &mut Pipeline,
-    progress: &Progress,
+    progress: &dyn ProgressSink,
     started: Instant,
     control: &CrawlControl,
 ) -> Stop {
@@ -471,7 +481,7 @@ async fn supervise(
 }
 
 /// A stage task only returns before the stop on an internal failure.
-fn early_exit(r: Result<(), String>) -> anyhow::Error {
+fn early_exit(r: trawl_core::pipeline::StageResult) -> anyhow::Error {
     match r {
         Ok(()) => anyhow::anyhow!("a pipeline task stopped unexpectedly"),
         Err(e) => anyhow::anyhow!(e),

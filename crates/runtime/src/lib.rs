@@ -1,0 +1,21 @@
+//! The embedded runtime: a whole crawl in one process, from a [`CrawlPlan`] to
+//! `pages.jsonl`, `warc/`, the index and `report.json`; and `trawl watch`'s rounds of
+//! re-crawls. The command line, the API server and the tests all run crawls through
+//! [`crawl`]; none of them reaches the runtime through an argument parser.
+
+pub mod crawl_dir;
+pub mod embedded;
+mod index_task;
+pub mod page_gate;
+pub mod plan;
+pub mod progress;
+pub mod report;
+pub mod watch;
+
+pub use embedded::{CrawlOutputs, crawl};
+pub use plan::{
+    CrawlControl, CrawlPlan, IndexChoice, IndexPlan, LiveCounts, StartMode, StartUrls, Targets,
+};
+pub use progress::{NoProgress, ProgressSink};
+pub use report::CrawlReport;
+pub use trawl_notifier::webhook;

@@ -1,0 +1,18 @@
+//! The embedded runtime end to end over loopback test sites, in one test binary so the
+//! whole stack links once.
+
+mod bad_input;
+mod corpus;
+mod crawl_site;
+mod dedup;
+mod discovery_traps;
+mod index_search;
+mod politeness;
+mod recrawl;
+mod redirects;
+mod refine;
+mod render;
+mod resume;
+mod rustdoc;
+mod synthetic_web;
+mod warc_output;
