@@ -2,25 +2,19 @@
 //! seeds on the `discovered` hop), `trawl status` shows each hop's lag and the crawl's
 //! counts, `trawl dlq` lists and replays dead letters.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::Serialize;
-use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters, hop_stats};
+use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters};
 use trawl_cluster::redis_archives::RedisLedger;
-use trawl_cluster::redis_history::RedisHistory;
-use trawl_cluster::redis_state::RedisState;
 use trawl_cluster::service;
+use trawl_cluster::status::Status;
 use trawl_core::archives::{ArchiveLedger, ArchiveProgress, ArchiveStage, ArchivesSummary};
-use trawl_core::counters::{Counter, Counters};
-use trawl_core::history::Unlinked;
 use trawl_core::pipeline::{Hop, Stage};
 use trawl_core::queue::Queue;
 use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings, redact_url};
 use trawl_core::spec::CrawlSpec;
-use trawl_core::state::State;
 use trawl_core::{ArchiveJob, Discovered, MESSAGE_VERSION};
 
 use crate::options::TargetArgs;
@@ -148,24 +142,6 @@ pub struct DlqArgs {
     pub limit: usize,
     #[command(flatten)]
     pub cluster: ClusterSettings,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Status {
-    pub crawl: String,
-    /// Messages waiting or unacknowledged, per hop.
-    pub pending: BTreeMap<String, u64>,
-    pub queued_urls: usize,
-    pub host_claims: usize,
-    pub pages_fetched: i64,
-    pub pages_indexed: i64,
-    pub duplicates: i64,
-    pub dead_letters: u64,
-    pub drained: bool,
-    pub counters: BTreeMap<String, i64>,
-    /// A distributed ingest's archives (`trawl submit --archives`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub archives: Option<ArchivesSummary>,
 }
 
 fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
@@ -433,77 +409,9 @@ fn pending_by_hop(s: &Status) -> String {
 }
 
 /// Whether the crawl needs no end-of-crawl check (not a re-crawl) or has run it.
-async fn rechecked(c: &ClusterSettings, crawl: &str) -> anyhow::Result<bool> {
-    let spec = trawl_cluster::spec::get(&c.redis_url, crawl)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    Ok(match spec.and_then(|s| s.since) {
-        Some(_) => {
-            RedisHistory::connect(&c.redis_url, crawl)
-                .await?
-                .checked()
-                .await?
-        }
-        None => true,
-    })
-}
-
+/// The crawl as the cluster holds it now.
 pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> {
-    let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
-    let stats = hop_stats(&client, c).await;
-    let pending: BTreeMap<String, u64> = stats
-        .iter()
-        .map(|h| (h.hop.to_string(), h.pending))
-        .collect();
-    let dead = stats.iter().map(|h| h.dead_letters).sum();
-    // The crawl's own count of state servers: summing fewer would call it drained while
-    // the others still hold work. (A spec this version cannot read: the servers named.)
-    let nodes = match trawl_cluster::spec::get(&c.redis_url, crawl)
-        .await
-        .ok()
-        .flatten()
-    {
-        Some(spec) => service::state_nodes_for(c, &spec).map_err(anyhow::Error::msg)?,
-        None => c.state_nodes(),
-    };
-    let state = RedisState::connect_sharded(&nodes, crawl, 1, 1, 1)
-        .await
-        .context("connecting to Redis")?;
-    let counters = state.counters().await?;
-    let typed = Counters::from_map(&counters);
-    let cluster = c;
-    let c = |k: Counter| typed.get(&k);
-    let queued_urls = state.queued().await?;
-    let host_claims = state.claims().await?;
-    // A dead-lettered page is done once the indexers have written its line.
-    let dead_unwritten = trawl_cluster::dead_pages::pending(&client, cluster, crawl).await?;
-    let idle = pending
-        .iter()
-        .all(|(hop, n)| *n == 0 || !Hop::from_name(hop).is_some_and(Hop::is_crawl_hop))
-        && queued_urls == 0
-        && host_claims == 0
-        && dead_unwritten == 0;
-    // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs
-    // (asked only once nothing else is left: `--wait` polls this).
-    let drained = idle && rechecked(cluster, crawl).await?;
-    let ledger = RedisLedger::connect(&cluster.redis_url, crawl)
-        .await?
-        .all()
-        .await?;
-    let archives = (!ledger.is_empty()).then(|| ArchivesSummary::of(&ledger, 100));
-    Ok(Status {
-        archives,
-        crawl: crawl.to_string(),
-        drained,
-        pending,
-        queued_urls,
-        host_claims,
-        pages_fetched: c(Counter::Requests),
-        pages_indexed: c(Counter::Pages),
-        duplicates: c(Counter::DuplicatesExact) + c(Counter::DuplicatesNear),
-        dead_letters: dead,
-        counters,
-    })
+    Ok(trawl_cluster::status::status(c, crawl).await?)
 }
 
 pub async fn print_status(args: &StatusArgs) -> anyhow::Result<()> {

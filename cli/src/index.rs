@@ -44,6 +44,10 @@ pub struct IndexArgs {
     /// Default: $TRAWL_MODEL_DIR, else the cache `scripts/fetch-model.sh` fills.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// The embedder's number format: auto (int8 on CPUs with AVX-512 VNNI, else f32; f32
+    /// on CUDA), f32, int8 (CPU) or tf32 (CUDA).
+    #[arg(long, value_name = "P", value_parser = trawl_core::settings::EMBED_PRECISIONS)]
+    pub embed_precision: String,
     #[command(flatten)]
     pub index: IndexSettings,
 }
@@ -53,6 +57,8 @@ impl From<IndexArgs> for trawl_runtime::IndexChoice {
         trawl_runtime::IndexChoice {
             embed: a.embed,
             model_dir: a.model_dir,
+            // The flag takes only the names Precision parses.
+            precision: a.embed_precision.parse().unwrap_or_default(),
             index: a.index,
         }
     }
@@ -61,12 +67,7 @@ impl From<IndexArgs> for trawl_runtime::IndexChoice {
 impl IndexArgs {
     /// The settings for an index at `dir`.
     pub fn options(&self, dir: &Path) -> IndexOptions {
-        IndexOptions::for_process(
-            dir.to_string_lossy().to_string(),
-            &self.index,
-            self.embed,
-            self.model_dir.clone(),
-        )
+        trawl_runtime::IndexChoice::from(self.clone()).options(dir)
     }
 }
 

@@ -9,6 +9,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trawl::CrawlArgs;
+use trawl_core::settings::Settings;
 
 #[derive(Parser)]
 #[command(
@@ -34,7 +35,7 @@ const SETTINGS_COMMANDS: [&str; 9] = [
 /// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
 /// flag of a setting defaults to the value those layers give it. Layers that cannot be
 /// read fail the commands that use them, not `--help`, `--version` or the others.
-fn parse() -> Result<Cli, String> {
+fn parse() -> Result<(Cli, Settings), String> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The file is a layer under the flags, so it is read before they are parsed.
     let file = args
@@ -48,12 +49,9 @@ fn parse() -> Result<Cli, String> {
                 .map(std::path::PathBuf::from)
                 .next()
         });
-    let (settings, unreadable) = match trawl_core::settings::Settings::load(file.as_deref()) {
+    let (settings, unreadable) = match Settings::load(file.as_deref()) {
         Ok(s) => (s, None),
-        Err(e) => (
-            trawl_core::settings::Settings::default(),
-            Some(e.to_string()),
-        ),
+        Err(e) => (Settings::default(), Some(e.to_string())),
     };
     let mut cmd = Cli::command();
     for name in SETTINGS_COMMANDS {
@@ -80,7 +78,7 @@ fn parse() -> Result<Cli, String> {
         }
         _ => {}
     }
-    Ok(cli)
+    Ok((cli, settings))
 }
 
 #[derive(Subcommand)]
@@ -123,8 +121,8 @@ enum Command {
 
 fn main() -> ExitCode {
     trawl_index::alloc::keep_freed_pages();
-    let cli = match parse() {
-        Ok(cli) => cli,
+    let (cli, settings) = match parse() {
+        Ok(parsed) => parsed,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
@@ -138,7 +136,7 @@ fn main() -> ExitCode {
         )
         .with_writer(|| trawl::progress::LogWriter)
         .init();
-    match run(cli.command) {
+    match run(cli.command, &settings) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -147,10 +145,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> anyhow::Result<ExitCode> {
+fn run(command: Command, settings: &Settings) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Crawl(opts) => crawl(*opts),
-        Command::Watch(args) => block_on(trawl_runtime::watch::watch(args.into_plan()?)),
+        Command::Crawl(args) => crawl(args.into_plan(settings)),
+        Command::Watch(args) => block_on(trawl_runtime::watch::watch(args.into_plan(settings)?)),
         Command::Extract(opts) => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -174,7 +172,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             std::io::Write::flush(&mut out)?;
             Ok(())
         }),
-        Command::Serve(args) => block_on(trawl::serve::serve(*args)),
+        Command::Serve(args) => block_on(trawl_api::serve(args.into_config(settings))),
         Command::Map(args) => block_on(async move {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -198,8 +196,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn crawl(args: CrawlArgs) -> anyhow::Result<ExitCode> {
-    let (report, out) = runtime()?.block_on(trawl::crawl(args.into_plan()))?;
+fn crawl(plan: trawl::CrawlPlan) -> anyhow::Result<ExitCode> {
+    let (report, out) = runtime()?.block_on(trawl::crawl(plan))?;
     if report.interrupted {
         eprintln!("interrupted: the outputs hold what was done before the stop");
     }

@@ -97,8 +97,9 @@ pub struct CrawlArgs {
 }
 
 impl CrawlArgs {
-    /// The crawl these flags ask for, its progress shown as `--progress` says.
-    pub fn into_plan(self) -> CrawlPlan {
+    /// The crawl these flags ask for over `settings` (the layers under the flags, for the
+    /// settings that have no flag), its progress shown as `--progress` says.
+    pub fn into_plan(self, settings: &Settings) -> CrawlPlan {
         let start = match (self.resume, self.overwrite) {
             (true, _) => StartMode::Resume,
             (_, true) => StartMode::Overwrite,
@@ -111,6 +112,8 @@ impl CrawlArgs {
             concurrency: self.concurrency,
             chromium: self.chromium,
             render_concurrency: self.render_concurrency,
+            chromium_no_sandbox: settings.process.chromium_no_sandbox,
+            webhook_secret: settings.process.webhook_secret().map(str::to_string),
             queued_in_memory: self.queued_in_memory,
             gate_in_memory: self.gate_in_memory,
             out: self.out,

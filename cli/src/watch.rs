@@ -22,10 +22,10 @@ pub struct WatchArgs {
 }
 
 impl WatchArgs {
-    pub fn into_plan(self) -> anyhow::Result<WatchPlan> {
+    pub fn into_plan(self, settings: &trawl_core::settings::Settings) -> anyhow::Result<WatchPlan> {
         Ok(WatchPlan {
             every: parse_duration(&self.every)?,
-            crawl: self.crawl.into_plan(),
+            crawl: self.crawl.into_plan(settings),
             rounds: self.rounds,
             keep: self.keep,
         })

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::api_site::Fixture;
-use trawl::serve::ServeArgs;
-use trawl_core::settings::CrawlSettings;
+use trawl_api::ServeConfig;
+use trawl_core::settings::{CrawlSettings, Settings};
 
-fn args(data: &Path, keys: &[&str]) -> ServeArgs {
-    ServeArgs {
+fn args(data: &Path, keys: &[&str]) -> ServeConfig {
+    ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         data: data.to_path_buf(),
         api_keys: keys.iter().map(|k| k.to_string()).collect(),
@@ -25,12 +25,14 @@ fn args(data: &Path, keys: &[&str]) -> ServeArgs {
         map_pages: 10,
         cluster: false,
         cluster_crawl: "default".into(),
-        cluster_settings: Default::default(),
-        crawl: CrawlSettings {
-            allow_private: true,
-            delay_ms: 0,
-            timeout_s: 10,
-            ..CrawlSettings::default()
+        settings: Settings {
+            crawl: CrawlSettings {
+                allow_private: true,
+                delay_ms: 0,
+                timeout_s: 10,
+                ..CrawlSettings::default()
+            },
+            ..Settings::default()
         },
     }
 }
@@ -43,11 +45,11 @@ struct Api {
 }
 
 impl Api {
-    async fn start(args: ServeArgs) -> Self {
+    async fn start(args: ServeConfig) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(trawl::serve::serve_on(listener, args, async move {
+        let task = tokio::spawn(trawl_api::serve_on(listener, args, async move {
             let _ = rx.await;
         }));
         Self {
@@ -475,7 +477,7 @@ async fn loopback_is_refused_unless_allowed_and_map_matches_the_cli() {
     let site = Fixture::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(dir.path(), &[]);
-    a.crawl.allow_private = false;
+    a.settings.crawl.allow_private = false;
     let strict = Api::start(a).await;
     let (code, v) = post_json(
         &format!("{}/v2/scrape", strict.base),
@@ -553,10 +555,10 @@ async fn jobs_run_on_the_cluster_one_after_another() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(dir.path(), &[]);
     a.cluster = true;
-    a.cluster_settings.ack_wait_s = 5;
-    a.cluster_settings.claim_ttl_s = 5;
+    a.settings.cluster.ack_wait_s = 5;
+    a.settings.cluster.claim_ttl_s = 5;
     a.cluster_crawl = stack.crawl.clone();
-    a.cluster_settings.queue_prefix = stack.prefix.clone();
+    a.settings.cluster.queue_prefix = stack.prefix.clone();
     let api = Api::start(a).await;
     let crawl = format!("{}/v2/crawl", api.base);
     let first = post_json(

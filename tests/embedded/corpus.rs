@@ -477,6 +477,7 @@ async fn an_indexed_ingest_exports_datasets_that_pyarrow_and_hugging_face_datase
         index: trawl::index::IndexArgs {
             embed: true,
             model_dir: Some(model),
+            embed_precision: "auto".into(),
             index: trawl_core::settings::IndexSettings::default(),
         },
     })

@@ -48,8 +48,7 @@ async fn a_recrawl_reports_exactly_what_changed_and_touches_only_that() {
     o.crawl.webhook_url = Some(hook);
     o.crawl.webhook_backoff_ms = 100;
     o.crawl.webhook_wait_s = 20;
-    // SAFETY: set before the crawl reads it; no other thread of this test reads it.
-    unsafe { std::env::set_var("TRAWL_WEBHOOK_SECRET", SECRET) };
+    o.webhook_secret = Some(SECRET.into());
     trawl::crawl(o).await.unwrap();
 
     // Exactly the real changes.

@@ -17,3 +17,4 @@ pub mod redis_state;
 pub mod service;
 pub mod spec;
 pub mod spec_watch;
+pub mod status;

@@ -15,6 +15,7 @@ pub mod history;
 #[cfg(feature = "runtime")]
 pub mod journal;
 pub mod message;
+#[cfg(feature = "test-support")]
 pub mod mutate;
 #[cfg(feature = "runtime")]
 pub mod pipeline;

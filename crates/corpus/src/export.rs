@@ -192,15 +192,7 @@ pub fn export_with(
     on_row: &mut dyn FnMut(&Row),
 ) -> std::io::Result<DatasetReport> {
     let started = Instant::now();
-    let input = if opts.from.is_dir() {
-        opts.from.join("pages.jsonl")
-    } else {
-        opts.from.clone()
-    };
-    let reader = std::io::BufReader::new(
-        std::fs::File::open(&input)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", input.display())))?,
-    );
+    let (input, reader) = open_input(&opts.from)?;
     if let Some(dir) = opts.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -213,11 +205,7 @@ pub fn export_with(
         ),
         ..DatasetReport::default()
     };
-    let hasher = MinHasher::new(5);
-    let mut lsh = opts.minhash_threshold.map(LshIndex::new);
-    let mut paragraphs = opts
-        .paragraph_dedup
-        .then(crate::paragraphs::ParagraphDedup::default);
+    let mut dedup = Dedup::new(opts);
     for (n, line) in reader.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -244,23 +232,9 @@ pub fn export_with(
                 continue;
             }
         };
-        if let Some(index) = lsh.as_mut()
-            && index
-                .match_and_insert(&hasher.sketch(&row.text), &row.id)
-                .is_some()
-        {
-            drop(&mut report, "dedup:minhash");
+        if let Err(reason) = dedup.apply(&mut row) {
+            drop(&mut report, reason);
             continue;
-        }
-        // After the document dedup: a copy MinHash drops leaves its lines to no one.
-        if let Some(p) = paragraphs.as_mut() {
-            let d = p.apply(&row.text);
-            if d.lines > 0 && d.removed == d.lines {
-                drop(&mut report, "dedup:paragraphs");
-                continue;
-            }
-            row.text = d.text;
-            row.paragraphs_removed = d.removed as u32;
         }
         row.token_count = tokens(&row.text);
         report.documents_out += 1;
@@ -273,11 +247,68 @@ pub fn export_with(
         sink.write(row)?;
     }
     sink.finish()?;
-    report.paragraphs = paragraphs.map(|p| p.report());
+    report.paragraphs = dedup.paragraphs.map(|p| p.report());
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.documents_per_s = report.documents_in as f64 / report.elapsed_s.max(1e-9);
     write_report(&opts.out, &report)?;
     Ok(report)
+}
+
+/// `pages.jsonl` in `from` when it is a directory, else `from` itself. The error names
+/// the file: a bare "not found" does not say which.
+fn open_input(
+    from: &std::path::Path,
+) -> std::io::Result<(PathBuf, std::io::BufReader<std::fs::File>)> {
+    let input = if from.is_dir() {
+        from.join("pages.jsonl")
+    } else {
+        from.to_path_buf()
+    };
+    let reader = std::io::BufReader::new(
+        std::fs::File::open(&input)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", input.display())))?,
+    );
+    Ok((input, reader))
+}
+
+/// The corpus dedup: whole documents by MinHash, then the lines earlier documents had.
+struct Dedup {
+    hasher: MinHasher,
+    lsh: Option<LshIndex>,
+    paragraphs: Option<crate::paragraphs::ParagraphDedup>,
+}
+
+impl Dedup {
+    fn new(opts: &ExportOptions) -> Self {
+        Dedup {
+            hasher: MinHasher::new(5),
+            lsh: opts.minhash_threshold.map(LshIndex::new),
+            paragraphs: opts
+                .paragraph_dedup
+                .then(crate::paragraphs::ParagraphDedup::default),
+        }
+    }
+
+    /// Strips the row of the lines seen before, or says why it is dropped.
+    fn apply(&mut self, row: &mut Row) -> Result<(), &'static str> {
+        if let Some(index) = self.lsh.as_mut()
+            && index
+                .match_and_insert(&self.hasher.sketch(&row.text), &row.id)
+                .is_some()
+        {
+            return Err("dedup:minhash");
+        }
+        // After the document dedup: a copy MinHash drops leaves its lines to no one.
+        if let Some(p) = self.paragraphs.as_mut() {
+            let d = p.apply(&row.text);
+            if d.lines > 0 && d.removed == d.lines {
+                return Err("dedup:paragraphs");
+            }
+            row.text = d.text;
+            row.paragraphs_removed = d.removed as u32;
+        }
+        Ok(())
+    }
 }
 
 /// The report beside the corpus file `out`: `<out>.report.json` and `<out>.report.md`.

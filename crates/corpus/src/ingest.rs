@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines};
+use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, SimGate};
 use trawl_store::gate_file::{CrawlPrints, GATE_FILE};
 
 use crate::archive::{ArchiveReader, Item, Record};
@@ -271,7 +271,12 @@ pub fn ingest(
             ..Default::default()
         })
     });
-    let mut writer = std::io::BufWriter::new(std::fs::File::create(opts.out.join("pages.jsonl"))?);
+    let writer = std::io::BufWriter::new(std::fs::File::create(opts.out.join("pages.jsonl"))?);
+    let mut sink = PageSink {
+        writer,
+        boiler,
+        gate,
+    };
     std::thread::scope(|s| -> std::io::Result<()> {
         for _ in 0..opts.threads.max(1) {
             let rx = rec_rx.clone();
@@ -279,85 +284,15 @@ pub fn ingest(
             s.spawn(move || worker(&rx, &tx));
         }
         drop(out_tx);
-        // The reader: records in file order; counts and malformed records go straight to
-        // the report through a channel of its own.
-        let (meta_tx, meta_rx) = std::sync::mpsc::channel::<(String, Option<String>)>();
+        let (meta_tx, meta_rx) = std::sync::mpsc::channel::<Counted>();
         let paths = paths.to_vec();
-        s.spawn(move || {
-            for p in &paths {
-                let name: Arc<str> = Arc::from(p.display().to_string());
-                let reader = match ArchiveReader::open(p) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let _ = meta_tx.send(("malformed".into(), Some(e.to_string())));
-                        continue;
-                    }
-                };
-                for item in reader {
-                    match item {
-                        Item::Record(r) => {
-                            let _ = meta_tx.send((r.kind.clone(), None));
-                            if page_bearing(&r.kind) && rec_tx.send((name.clone(), r)).is_err() {
-                                return;
-                            }
-                        }
-                        Item::Malformed { number, message } => {
-                            let _ = meta_tx.send((
-                                "malformed".into(),
-                                Some(format!("{name} #{number}: {message}")),
-                            ));
-                        }
-                    }
-                }
-            }
-        });
+        s.spawn(move || read_archives(&paths, rec_tx, meta_tx));
         let mut last = Instant::now();
-        let drain_meta = |report: &mut IngestReport| {
-            for (kind, msg) in meta_rx.try_iter() {
-                if let Some(m) = msg {
-                    report.malformed += 1;
-                    tracing::warn!("skipped: {m}");
-                    if report.malformed_examples.len() < 20 {
-                        report.malformed_examples.push(m);
-                    }
-                } else {
-                    *report.records.entry(kind).or_default() += 1;
-                }
-            }
-        };
         for out in out_rx {
-            drain_meta(&mut report);
+            report.count(&meta_rx);
             match out {
                 Out::Skipped(reason) => *report.skipped.entry(reason).or_default() += 1,
-                Out::Page(mut page, id) => {
-                    report.bytes_read += page.wire_bytes;
-                    if let Some(b) = &boiler
-                        && !page.text.is_empty()
-                    {
-                        let host = url::Url::parse(&page.url)
-                            .ok()
-                            .and_then(|u| u.host_str().map(String::from))
-                            .unwrap_or_default();
-                        let (text, dropped) = b.strip(&host, &page.text);
-                        page.text = text;
-                        page.boilerplate_lines = dropped as u32;
-                    }
-                    if let Some(gp) = gate_page(&mut page, GateMethod::SimHash)
-                        && let Some(g) = &gate
-                    {
-                        let verdict = g
-                            .try_match_and_insert(gp.fp, &id)
-                            .map_err(|e| std::io::Error::other(format!("dedup gate: {e}")))?;
-                        match mark_copy(&mut page, verdict) {
-                            Some(true) => report.duplicates_exact += 1,
-                            Some(false) => report.duplicates_near += 1,
-                            None => {}
-                        }
-                    }
-                    serde_json::to_writer(&mut writer, &page)?;
-                    writer.write_all(b"\n")?;
-                    report.documents += 1;
-                }
+                Out::Page(page, id) => sink.write(page, &id, &mut report)?,
             }
             if last.elapsed().as_secs_f64() >= 1.0 {
                 last = Instant::now();
@@ -368,10 +303,10 @@ pub fn ingest(
                 });
             }
         }
-        drain_meta(&mut report);
+        report.count(&meta_rx);
         Ok(())
     })?;
-    writer.flush()?;
+    sink.writer.flush()?;
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.documents_per_s = report.documents as f64 / report.elapsed_s.max(1e-9);
     std::fs::write(
@@ -379,6 +314,108 @@ pub fn ingest(
         serde_json::to_vec_pretty(&report)?,
     )?;
     Ok(report)
+}
+
+/// What the reader tells the report: a record's type, or the message of a malformed one.
+type Counted = (String, Option<String>);
+
+/// The reader: records in file order; counts and malformed records go straight to the
+/// report through a channel of their own. Both channels close when it returns: the
+/// workers stop, and then the loop over their pages.
+fn read_archives(
+    paths: &[PathBuf],
+    rec_tx: SyncSender<(Arc<str>, Record)>,
+    meta_tx: Sender<Counted>,
+) {
+    for p in paths {
+        let name: Arc<str> = Arc::from(p.display().to_string());
+        let reader = match ArchiveReader::open(p) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = meta_tx.send(("malformed".into(), Some(e.to_string())));
+                continue;
+            }
+        };
+        for item in reader {
+            match item {
+                Item::Record(r) => {
+                    let _ = meta_tx.send((r.kind.clone(), None));
+                    if page_bearing(&r.kind) && rec_tx.send((name.clone(), r)).is_err() {
+                        return;
+                    }
+                }
+                Item::Malformed { number, message } => {
+                    let _ = meta_tx.send((
+                        "malformed".into(),
+                        Some(format!("{name} #{number}: {message}")),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl IngestReport {
+    /// Takes in what the reader has sent so far, without waiting for more.
+    fn count(&mut self, meta_rx: &Receiver<Counted>) {
+        for (kind, msg) in meta_rx.try_iter() {
+            if let Some(m) = msg {
+                self.malformed += 1;
+                tracing::warn!("skipped: {m}");
+                if self.malformed_examples.len() < 20 {
+                    self.malformed_examples.push(m);
+                }
+            } else {
+                *self.records.entry(kind).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// Where the pages go, in the order they come: per-host boilerplate stripped, the dedup
+/// gate asked, then `pages.jsonl`.
+struct PageSink {
+    writer: std::io::BufWriter<std::fs::File>,
+    boiler: Option<HostLines>,
+    gate: Option<SimGate<CrawlPrints>>,
+}
+
+impl PageSink {
+    fn write(
+        &mut self,
+        mut page: Box<PageRecord>,
+        id: &str,
+        report: &mut IngestReport,
+    ) -> std::io::Result<()> {
+        report.bytes_read += page.wire_bytes;
+        if let Some(b) = &self.boiler
+            && !page.text.is_empty()
+        {
+            let host = url::Url::parse(&page.url)
+                .ok()
+                .and_then(|u| u.host_str().map(String::from))
+                .unwrap_or_default();
+            let (text, dropped) = b.strip(&host, &page.text);
+            page.text = text;
+            page.boilerplate_lines = dropped as u32;
+        }
+        if let Some(gp) = gate_page(&mut page, GateMethod::SimHash)
+            && let Some(g) = &self.gate
+        {
+            let verdict = g
+                .try_match_and_insert(gp.fp, id)
+                .map_err(|e| std::io::Error::other(format!("dedup gate: {e}")))?;
+            match mark_copy(&mut page, verdict) {
+                Some(true) => report.duplicates_exact += 1,
+                Some(false) => report.duplicates_near += 1,
+                None => {}
+            }
+        }
+        serde_json::to_writer(&mut self.writer, &page)?;
+        self.writer.write_all(b"\n")?;
+        report.documents += 1;
+        Ok(())
+    }
 }
 
 fn worker(rx: &Mutex<Receiver<(Arc<str>, Record)>>, tx: &std::sync::mpsc::SyncSender<Out>) {

@@ -257,26 +257,8 @@ impl GopherRepetition {
             if words.len() < n {
                 continue;
             }
-            let mut counts: HashMap<Vec<&str>, usize> = HashMap::new();
-            for g in words.windows(n) {
-                *counts.entry(g.to_vec()).or_default() += 1;
-            }
-            // The most common n-gram (ties: the first seen, as Counter.most_common does).
-            let mut best: Option<(&[&str], usize)> = None;
-            let mut seen = HashSet::new();
-            for g in words.windows(n) {
-                if !seen.insert(g) {
-                    continue;
-                }
-                let c = counts[g];
-                if best.is_none_or(|(_, bc)| c > bc) {
-                    best = Some((g, c));
-                }
-            }
-            if let Some((g, c)) = best {
-                // Joined with spaces, as datatrove measures it.
-                let glen = g.iter().map(|w| chars(w)).sum::<usize>() + n - 1;
-                let share = (glen * c) as f64 / len;
+            if let Some(top) = top_gram_chars(words, n) {
+                let share = top as f64 / len;
                 let name = TOP.get(n.wrapping_sub(2)).copied().unwrap_or("top_n_gram");
                 sig.push((name, share));
                 if share > frac {
@@ -305,6 +287,30 @@ impl GopherRepetition {
         }
         Ok(())
     }
+}
+
+/// Characters in all the occurrences of the most common `n`-gram, each joined with spaces
+/// as datatrove measures it; `None` when the text has no `n`-gram.
+fn top_gram_chars(words: &[&str], n: usize) -> Option<usize> {
+    let mut counts: HashMap<Vec<&str>, usize> = HashMap::new();
+    for g in words.windows(n) {
+        *counts.entry(g.to_vec()).or_default() += 1;
+    }
+    // Ties go to the first seen, as Counter.most_common does.
+    let mut best: Option<(&[&str], usize)> = None;
+    let mut seen = HashSet::new();
+    for g in words.windows(n) {
+        if !seen.insert(g) {
+            continue;
+        }
+        let c = counts[g];
+        if best.is_none_or(|(_, bc)| c > bc) {
+            best = Some((g, c));
+        }
+    }
+    let (g, c) = best?;
+    let glen = g.iter().map(|w| chars(w)).sum::<usize>() + n - 1;
+    Some(glen * c)
 }
 
 /// Splits on runs of at least `min` newlines (datatrove's `\n{2,}` and `\n+`).

@@ -47,7 +47,14 @@ fn read_chunks(path: &str) -> Vec<String> {
 fn embedder(engine: &str) -> Embedder {
     let dir = model::resolve_dir(None);
     let engine = match engine {
-        "auto" => return Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}")),
+        "auto" => {
+            // The product's setting, as its services read it.
+            let precision = std::env::var("TRAWL_EMBED_PRECISION")
+                .unwrap_or_default()
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}"));
+            return Embedder::load_with(&dir, precision).unwrap_or_else(|e| panic!("{e}"));
+        }
         "native" => Engine::Native,
         "int8" => Engine::Int8,
         "candle" => Engine::Candle,

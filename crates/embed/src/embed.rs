@@ -45,16 +45,20 @@ fn ml(e: candle_core::Error) -> EmbedError {
 }
 
 impl Embedder {
-    /// Loads the model from `dir`: onto the first CUDA device when built with the `cuda`
-    /// feature and one is present (candle's forward pass, float32 unless
-    /// `TRAWL_EMBED_PRECISION=tf32`), else for the CPU (trawl's own, which is the
-    /// faster one there: int8 where the CPU has AVX-512 VNNI, f32 elsewhere;
-    /// `TRAWL_EMBED_PRECISION=f32` or `int8` overrides the choice).
+    /// Loads the model from `dir` in the default [`Precision`].
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        Self::load_with(dir, Precision::Auto)
+    }
+
+    /// Loads the model from `dir`: onto the first CUDA device when built with the `cuda`
+    /// feature and one is present (candle's forward pass, float32 unless `precision` is
+    /// `tf32`), else for the CPU (trawl's own, which is the faster one there: int8 where
+    /// the CPU has AVX-512 VNNI, f32 elsewhere, unless `precision` says which).
+    pub fn load_with(dir: &Path, precision: Precision) -> Result<Self, EmbedError> {
         match pick_device()? {
-            Device::Cpu => Self::load_engine(dir, cpu_engine()?),
+            Device::Cpu => Self::load_engine(dir, cpu_engine(precision)?),
             device => {
-                gpu_precision()?;
+                gpu_precision(precision)?;
                 Self::load_on(dir, Engine::Candle, device)
             }
         }
@@ -216,35 +220,65 @@ pub fn int8_is_native() -> bool {
     crate::quant::fast()
 }
 
-/// The CPU engine: `TRAWL_EMBED_PRECISION` when set, else int8 where it is fast.
-fn cpu_engine() -> Result<Engine, EmbedError> {
-    match std::env::var("TRAWL_EMBED_PRECISION").as_deref() {
-        Ok("f32") => Ok(Engine::Native),
-        Ok("int8") => Ok(Engine::Int8),
-        Ok(other) => Err(EmbedError::Config(format!(
-            "TRAWL_EMBED_PRECISION={other:?}: f32 or int8"
-        ))),
-        Err(_) if crate::quant::fast() => Ok(Engine::Int8),
-        Err(_) => Ok(Engine::Native),
+/// The number format of the embedder's pass (the `embed_precision` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// int8 on CPUs with AVX-512 VNNI, else f32; f32 on CUDA.
+    #[default]
+    Auto,
+    F32,
+    /// The CPU's int8 pass (cosine >= 0.99 to f32).
+    Int8,
+    /// CUDA: f32 tensors with TF32 matrix products.
+    Tf32,
+}
+
+impl std::str::FromStr for Precision {
+    type Err = EmbedError;
+
+    fn from_str(s: &str) -> Result<Self, EmbedError> {
+        match s {
+            "auto" | "" => Ok(Precision::Auto),
+            "f32" => Ok(Precision::F32),
+            "int8" => Ok(Precision::Int8),
+            "tf32" => Ok(Precision::Tf32),
+            other => Err(EmbedError::Config(format!(
+                "embed precision {other:?}: auto, f32, int8 (CPU) or tf32 (CUDA)"
+            ))),
+        }
     }
 }
 
-/// The CUDA pass's precision: `TRAWL_EMBED_PRECISION`, f32 by default (what
+/// The CPU engine: the precision asked for, else int8 where it is fast.
+fn cpu_engine(precision: Precision) -> Result<Engine, EmbedError> {
+    match precision {
+        Precision::F32 => Ok(Engine::Native),
+        Precision::Int8 => Ok(Engine::Int8),
+        Precision::Tf32 => Err(EmbedError::Config(
+            "embed precision tf32 is for CUDA devices: auto, f32 or int8 on the CPU".into(),
+        )),
+        Precision::Auto if crate::quant::fast() => Ok(Engine::Int8),
+        Precision::Auto => Ok(Engine::Native),
+    }
+}
+
+/// The CUDA pass's precision: f32 by default (what
 /// sentence-transformers computes, and so what the index's vectors are compared to);
 /// `tf32` keeps f32 tensors with TF32 matrix products (a process-wide cuBLAS setting).
 /// No f16 or bf16: candle's BERT masks padding with `f32::MIN`, which rounds to -inf in
 /// both, and `0 * -inf` made every vector NaN (measured on an H200, `bench/index`).
-fn gpu_precision() -> Result<(), EmbedError> {
-    match std::env::var("TRAWL_EMBED_PRECISION").as_deref() {
-        Err(_) | Ok("f32") => Ok(()),
-        Ok("tf32") => {
+fn gpu_precision(precision: Precision) -> Result<(), EmbedError> {
+    match precision {
+        Precision::Auto | Precision::F32 => Ok(()),
+        Precision::Tf32 => {
             candle_core::cuda::set_gemm_reduced_precision_f32(true);
             Ok(())
         }
-        Ok(other) => Err(EmbedError::Config(format!(
-            "TRAWL_EMBED_PRECISION={other:?} on a CUDA device: f32 or tf32 (candle's BERT \
-             overflows its attention mask in f16 and bf16)"
-        ))),
+        Precision::Int8 => Err(EmbedError::Config(
+            "embed precision int8 is the CPU's pass; on a CUDA device: f32 or tf32 (candle's \
+             BERT overflows its attention mask in f16 and bf16)"
+                .into(),
+        )),
     }
 }
 

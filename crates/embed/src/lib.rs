@@ -13,7 +13,7 @@ mod kernels;
 pub mod model;
 mod quant;
 
-pub use embed::{Embedder, Engine};
+pub use embed::{Embedder, Engine, Precision};
 
 use std::path::PathBuf;
 

@@ -25,6 +25,8 @@ pub struct IndexOptions {
     pub embed: bool,
     /// The model directory; `None` = `TRAWL_MODEL_DIR`, else the fetch script's cache.
     pub model_dir: Option<PathBuf>,
+    /// The embedder's number format (the `embed_precision` setting).
+    pub precision: crate::Precision,
     pub chunker: ChunkerConfig,
     /// Chunks per forward pass of the model.
     pub batch_size: usize,
@@ -62,6 +64,7 @@ impl IndexOptions {
             uri: uri.into(),
             embed: true,
             model_dir: None,
+            precision: crate::Precision::Auto,
             chunker: ChunkerConfig {
                 max_tokens: s.chunk_tokens as usize,
                 overlap_tokens: s.chunk_overlap as usize,
@@ -156,7 +159,8 @@ impl Indexer {
     pub async fn open(opts: IndexOptions) -> Result<Self, IndexError> {
         let embedder = if opts.embed {
             let dir = model::resolve_dir(opts.model_dir.as_deref());
-            let e = tokio::task::spawn_blocking(move || Embedder::load(&dir))
+            let precision = opts.precision;
+            let e = tokio::task::spawn_blocking(move || Embedder::load_with(&dir, precision))
                 .await
                 .map_err(|e| IndexError::Model(e.to_string()))??;
             Some(Arc::new(e))

@@ -17,7 +17,7 @@ pub use chunk::{Chunker, ChunkerConfig};
 pub use indexer::{IndexOptions, IndexStats, Indexer};
 pub use search::{Hit, Mode, search, search_with_preview};
 pub use store::Store;
-pub use trawl_embed::{EmbedError, Embedder, Engine, alloc, embed, model};
+pub use trawl_embed::{EmbedError, Embedder, Engine, Precision, alloc, embed, model};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {

@@ -52,6 +52,16 @@ pub struct Hit {
     pub also_at: Vec<String>,
 }
 
+/// The score columns of a vector and a full-text search. Named in the projection: left to
+/// LanceDB, each search logs a deprecation warning (it adds them itself for now).
+const DISTANCE: &str = "_distance";
+const SCORE: &str = "_score";
+
+/// The columns a hit is read from, and the search's score.
+fn with_score(score: &str) -> Vec<&str> {
+    COLUMNS.iter().copied().chain([score]).collect()
+}
+
 const COLUMNS: [&str; 7] = [
     "id",
     "title",
@@ -143,13 +153,13 @@ async fn vector(
             .distance_type(DistanceType::Cosine)
             .nprobes(NPROBES)
             .map_err(st)?
-            .select(Select::columns(&COLUMNS))
+            .select(Select::columns(&with_score(DISTANCE)))
             .limit(k)
             .refine_factor(REFINE_FACTOR),
     )
     .await
     .map_err(st)?;
-    hits(&batches, "_distance", |d| 1.0 - d)
+    hits(&batches, DISTANCE, |d| 1.0 - d)
 }
 
 async fn text(store: &Store, query: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
@@ -157,7 +167,7 @@ async fn text(store: &Store, query: &str, k: usize) -> Result<Vec<Hit>, IndexErr
         .chunks()
         .query()
         .full_text_search(FullTextSearchQuery::new(query.to_string()))
-        .select(Select::columns(&COLUMNS))
+        .select(Select::columns(&with_score(SCORE)))
         .limit(k)
         .execute()
         .await
@@ -174,7 +184,7 @@ async fn text(store: &Store, query: &str, k: usize) -> Result<Vec<Hit>, IndexErr
         .try_collect()
         .await
         .map_err(st)?;
-    let mut out = hits(&batches, "_score", |s| s)?;
+    let mut out = hits(&batches, SCORE, |s| s)?;
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(out)
 }

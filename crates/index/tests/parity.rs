@@ -26,15 +26,19 @@ fn embeddings_match_sentence_transformers() {
         assert_eq!(e.dim(), 384);
         check(&e, &texts, items, engine);
     }
-    // The CPU default is the native pass, int8 where the CPU runs it natively.
-    if std::env::var_os("TRAWL_EMBED_PRECISION").is_none() {
-        let want = if trawl_index::embed::int8_is_native() {
-            "cpu int8"
-        } else {
-            "cpu"
-        };
-        assert_eq!(Embedder::load(&dir).unwrap().device_name(), want);
-    }
+    // The CPU default is the native pass, int8 where the CPU runs it natively; the
+    // setting picks either, and refuses the GPU's format.
+    let want = if trawl_index::embed::int8_is_native() {
+        "cpu int8"
+    } else {
+        "cpu"
+    };
+    assert_eq!(Embedder::load(&dir).unwrap().device_name(), want);
+    let load = |p: &str| Embedder::load_with(&dir, p.parse().unwrap());
+    assert_eq!(load("f32").unwrap().device_name(), "cpu");
+    assert_eq!(load("int8").unwrap().device_name(), "cpu int8");
+    assert!(load("tf32").is_err());
+    assert!("f16".parse::<trawl_index::Precision>().is_err());
 }
 
 fn check(e: &Embedder, texts: &[&str], items: &[serde_json::Value], engine: Engine) {

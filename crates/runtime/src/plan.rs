@@ -8,7 +8,7 @@ use anyhow::Context;
 use trawl_core::UrlKind;
 use trawl_core::settings::{CrawlSettings, IndexSettings, RefineSettings, Settings};
 use trawl_core::urlnorm::Normalizer;
-use trawl_index::IndexOptions;
+use trawl_index::{IndexOptions, Precision};
 use url::Url;
 
 use crate::progress::{NoProgress, ProgressSink};
@@ -116,6 +116,8 @@ pub struct IndexChoice {
     pub embed: bool,
     /// The embedding model's directory; unset: `TRAWL_MODEL_DIR`, else the cache.
     pub model_dir: Option<PathBuf>,
+    /// The embedder's number format.
+    pub precision: Precision,
     pub index: IndexSettings,
 }
 
@@ -124,18 +126,23 @@ impl IndexChoice {
         IndexChoice {
             embed: s.process.embed,
             model_dir: s.process.model_dir.clone(),
+            // Settings::validate checks the name; a name it let through is the default.
+            precision: s.process.embed_precision.parse().unwrap_or_default(),
             index: s.index.clone(),
         }
     }
 
     /// The options of an index at `dir`.
     pub fn options(&self, dir: &Path) -> IndexOptions {
-        IndexOptions::for_process(
-            dir.to_string_lossy().to_string(),
-            &self.index,
-            self.embed,
-            self.model_dir.clone(),
-        )
+        IndexOptions {
+            precision: self.precision,
+            ..IndexOptions::for_process(
+                dir.to_string_lossy().to_string(),
+                &self.index,
+                self.embed,
+                self.model_dir.clone(),
+            )
+        }
     }
 }
 
@@ -190,6 +197,10 @@ pub struct CrawlPlan {
     pub chromium: Option<PathBuf>,
     /// Pages rendered at once, each in a browser tab of its own.
     pub render_concurrency: usize,
+    /// Chromium without its sandbox (a container is the sandbox).
+    pub chromium_no_sandbox: bool,
+    /// The key a re-crawl's webhook deliveries are signed with; none: unsigned.
+    pub webhook_secret: Option<String>,
     /// Queued URLs kept in memory; the rest wait in OUT/frontier.spill.
     pub queued_in_memory: usize,
     /// Pages the SimHash gate keeps in memory; past that it moves to OUT/gate.db.
@@ -229,6 +240,8 @@ impl CrawlPlan {
             concurrency: p.concurrency,
             chromium: p.chromium.clone(),
             render_concurrency: p.render_concurrency,
+            chromium_no_sandbox: p.chromium_no_sandbox,
+            webhook_secret: p.webhook_secret().map(str::to_string),
             queued_in_memory: p.queued_in_memory,
             gate_in_memory: p.gate_in_memory,
             out: out.into(),

@@ -26,7 +26,9 @@ pub struct DedupStage {
 }
 
 /// Fault injection for tests of the failure path: a page whose body contains the value of
-/// `TRAWL_FAULT_POISON` makes its extraction task panic, as a parser bug would.
+/// `TRAWL_FAULT_POISON` makes its extraction task panic, as a parser bug would. Only in
+/// builds with the `fault-injection` feature (the tests').
+#[cfg(feature = "fault-injection")]
 fn poisoned(f: &Fetched) -> bool {
     static MARKER: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     MARKER
@@ -381,6 +383,7 @@ fn extract_one(
     to_browser: bool,
     method: GateMethod,
 ) -> (Processed, Option<GatePage>) {
+    #[cfg(feature = "fault-injection")]
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }

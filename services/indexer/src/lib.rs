@@ -594,12 +594,17 @@ pub async fn serve(
 /// error says how to fetch the model): opened again, they would fail the same way. The
 /// store's errors (a bucket away) are not.
 async fn open_index(ctx: &StageContext, uri: &str) -> Result<trawl_index::Indexer, StageError> {
-    let opts = trawl_index::IndexOptions::for_process(
+    let mut opts = trawl_index::IndexOptions::for_process(
         uri.to_string(),
         &ctx.spec.index,
         ctx.process.embed,
         ctx.process.model_dir.clone(),
     );
+    opts.precision = ctx
+        .process
+        .embed_precision
+        .parse()
+        .map_err(StageError::fatal)?;
     trawl_index::Indexer::open(opts).await.map_err(|e| match e {
         trawl_index::IndexError::Store(_) => StageError::transient(e),
         e => StageError::fatal(e),

@@ -30,17 +30,22 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The crawl's webhook, the secret from `TRAWL_WEBHOOK_SECRET`; `None` without a
-    /// webhook.
-    pub fn from_spec(s: &trawl_core::settings::CrawlSettings) -> Option<Endpoint> {
+    /// The crawl's webhook, signed with this process's `secret` (the `webhook_secret`
+    /// setting); `None` without a webhook.
+    pub fn from_spec(
+        s: &trawl_core::settings::CrawlSettings,
+        secret: Option<&str>,
+    ) -> Option<Endpoint> {
         let url = s.webhook_url.clone()?;
-        let secret = webhook::secret_from_env();
         if secret.is_none() {
-            tracing::warn!("TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed");
+            tracing::warn!(
+                "webhook_secret (TRAWL_WEBHOOK_SECRET) is not set: webhook deliveries are not \
+                 signed"
+            );
         }
         Some(Endpoint {
             url,
-            secret: secret.as_deref().map(webhook::WebhookConfig::secret_from),
+            secret: secret.map(webhook::WebhookConfig::secret_from),
             tries: s.webhook_tries.max(1),
             backoff: Duration::from_millis(s.webhook_backoff_ms),
         })
@@ -49,7 +54,8 @@ impl Endpoint {
 
 /// The notifier as one stage of a cluster crawl.
 pub async fn serve(ctx: StageContext) -> StageResult {
-    let Some(endpoint) = Endpoint::from_spec(&ctx.spec.settings) else {
+    let Some(endpoint) = Endpoint::from_spec(&ctx.spec.settings, ctx.process.webhook_secret())
+    else {
         tracing::info!(
             "the crawl has no webhook (trawl submit --webhook URL): its change events stay \
              on the changed hop"

@@ -41,13 +41,6 @@ impl WebhookConfig {
     }
 }
 
-/// `TRAWL_WEBHOOK_SECRET`; an empty value is no secret (compose passes one through unset).
-pub fn secret_from_env() -> Option<String> {
-    std::env::var("TRAWL_WEBHOOK_SECRET")
-        .ok()
-        .filter(|s| !s.is_empty())
-}
-
 /// What the notifier did.
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Deliveries {

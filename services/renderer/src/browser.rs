@@ -123,6 +123,9 @@ pub struct BrowserLimits {
     pub rss_bytes: u64,
     /// How long a DevTools command may take before the browser counts as hung.
     pub command_timeout: Duration,
+    /// Start Chromium without its sandbox (the `chromium_no_sandbox` setting: the container
+    /// is the sandbox); root always does, as Chromium refuses its sandbox there.
+    pub no_sandbox: bool,
 }
 
 impl Default for BrowserLimits {
@@ -131,6 +134,7 @@ impl Default for BrowserLimits {
             pages: 200,
             rss_bytes: 1536 << 20,
             command_timeout: Duration::from_secs(10),
+            no_sandbox: false,
         }
     }
 }
@@ -238,7 +242,8 @@ impl Pool {
             .user_data_dir(&profile)
             .args(SWITCHES.iter().copied())
             .args(VALUED.iter().copied());
-        if no_sandbox() {
+        let no_sandbox = self.limits.no_sandbox || is_root();
+        if no_sandbox {
             config = config.no_sandbox();
         }
         let config = config
@@ -250,10 +255,10 @@ impl Pool {
             Ok(b) => b,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&profile);
-                let hint = if no_sandbox() {
+                let hint = if no_sandbox {
                     ""
                 } else {
-                    " (no usable sandbox? set TRAWL_CHROMIUM_NO_SANDBOX=1 where a container isolates it)"
+                    " (no usable sandbox? set chromium_no_sandbox, TRAWL_CHROMIUM_NO_SANDBOX=1, where a container isolates it)"
                 };
                 return Err(RenderError::Browser(format!(
                     "{}: {e}{hint}",
@@ -358,12 +363,10 @@ async fn shut(mut l: Live) {
 }
 
 /// Chromium's sandbox needs a non-root user with user namespaces (or its setuid helper):
-/// off as root (Chromium refuses to start sandboxed there) or when
-/// `TRAWL_CHROMIUM_NO_SANDBOX=1` says the container is the sandbox (the renderer images).
-fn no_sandbox() -> bool {
+/// off as root, where Chromium refuses to start sandboxed.
+fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    root || std::env::var("TRAWL_CHROMIUM_NO_SANDBOX").is_ok_and(|v| v == "1" || v == "true")
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Resident bytes of `pid` and all its descendants (Chromium runs a process per

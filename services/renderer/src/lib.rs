@@ -98,7 +98,10 @@ impl RendererConfig {
                 wait_for: s.render_wait_for.clone().filter(|w| !w.trim().is_empty()),
                 max_requests: s.render_max_requests,
             },
-            browser: BrowserLimits::default(),
+            browser: BrowserLimits {
+                no_sandbox: p.chromium_no_sandbox,
+                ..BrowserLimits::default()
+            },
             offsite: s.render_offsite,
         })
     }

@@ -581,7 +581,7 @@ impl RefineSettings {
 
 /// What one process does: its crawl, workers, outputs, model and endpoints. Not part of
 /// the crawl spec: each service replica has its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProcessSettings {
     /// The crawl's id: `trawl submit --crawl` and the services' `TRAWL_CRAWL`.
@@ -613,6 +613,43 @@ pub struct ProcessSettings {
     /// Pages the embedded SimHash gate (`trawl crawl`, `trawl ingest`) keeps in memory
     /// (about 250 bytes each); past that it moves to OUT/gate.db.
     pub gate_in_memory: usize,
+    /// The embedder's number format: `auto` (int8 on CPUs with AVX-512 VNNI, else f32; f32
+    /// on CUDA), `f32`, `int8` (CPU) or `tf32` (CUDA: TF32 matrix products).
+    pub embed_precision: String,
+    /// Chromium without its sandbox, for a container that is the sandbox (the renderer
+    /// images); root runs it so anyway, as Chromium refuses its sandbox there.
+    pub chromium_no_sandbox: bool,
+    /// The key change-event webhooks are signed with (`whsec_` + base64, or raw); unset or
+    /// empty: deliveries are not signed. A process setting, never stored in a crawl's spec.
+    pub webhook_secret: Option<String>,
+}
+
+/// The number formats the embedder takes (`embed_precision`).
+pub const EMBED_PRECISIONS: [&str; 4] = ["auto", "f32", "int8", "tf32"];
+
+impl std::fmt::Debug for ProcessSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessSettings")
+            .field("crawl", &self.crawl)
+            .field("concurrency", &self.concurrency)
+            .field("out", &self.out)
+            .field("index_uri", &self.index_uri)
+            .field("model_dir", &self.model_dir)
+            .field("embed", &self.embed)
+            .field("metrics_addr", &self.metrics_addr)
+            .field("instance", &self.instance)
+            .field("chromium", &self.chromium)
+            .field("render_concurrency", &self.render_concurrency)
+            .field("queued_in_memory", &self.queued_in_memory)
+            .field("gate_in_memory", &self.gate_in_memory)
+            .field("embed_precision", &self.embed_precision)
+            .field("chromium_no_sandbox", &self.chromium_no_sandbox)
+            .field(
+                "webhook_secret",
+                &self.webhook_secret.as_ref().map(|_| "<hidden>"),
+            )
+            .finish()
+    }
 }
 
 impl Default for ProcessSettings {
@@ -630,6 +667,9 @@ impl Default for ProcessSettings {
             render_concurrency: 2,
             queued_in_memory: 50_000,
             gate_in_memory: 200_000,
+            embed_precision: "auto".into(),
+            chromium_no_sandbox: false,
+            webhook_secret: None,
         }
     }
 }
@@ -642,6 +682,12 @@ impl ProcessSettings {
             .or_else(|| std::env::var("HOSTNAME").ok())
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| stage.to_string())
+    }
+
+    /// The webhook's signing key, when one is set (an empty value is none: compose passes
+    /// an unset variable through as empty).
+    pub fn webhook_secret(&self) -> Option<&str> {
+        self.webhook_secret.as_deref().filter(|s| !s.is_empty())
     }
 }
 
@@ -672,6 +718,13 @@ impl Settings {
             return Err(SettingsError::Invalid(
                 "render_concurrency must be at least 1".into(),
             ));
+        }
+        if !EMBED_PRECISIONS.contains(&self.process.embed_precision.as_str()) {
+            return Err(SettingsError::Invalid(format!(
+                "embed_precision must be one of {} (got {:?})",
+                EMBED_PRECISIONS.join(", "),
+                self.process.embed_precision
+            )));
         }
         if self.process.concurrency == 0 {
             return Err(SettingsError::Invalid(

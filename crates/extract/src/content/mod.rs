@@ -2,7 +2,8 @@
 //! and Markdown, with its metadata.
 //!
 //! The document is parsed once by html5ever (through `dom_query`), copied into a flat arena
-//! ([`dom::Dom`]), weighed ([`score`]) and written out ([`render`]).
+//! ([`dom::Dom`]), weighed ([`score`]), cut down to the content ([`selection`]) and written
+//! out ([`render`]).
 
 mod dom;
 mod hints;
@@ -12,6 +13,7 @@ mod meta;
 mod nesting;
 mod render;
 mod score;
+mod selection;
 pub mod shell;
 mod tags;
 
@@ -167,9 +169,9 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let kind = page_type(url, &ld, &meta, &d);
     let sel = if opts.main_content {
         let a = score::analyse(&d, kind);
-        score::select(&d, &a, meta.head_title.as_deref())
+        selection::select(&d, &a, meta.head_title.as_deref())
     } else {
-        score::whole_page(&d)
+        selection::whole_page(&d)
     };
     let text = render::Renderer::new(&d, &sel.dropped, Mode::Text, url).render(&sel.roots);
     let markdown = opts.markdown.then(|| {
@@ -213,7 +215,7 @@ pub fn explain(html: &str, url: Option<&Url>) -> String {
     let meta = meta::metadata(&d, &ld);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
-    let sel = score::select(&d, &a, meta.head_title.as_deref());
+    let sel = selection::select(&d, &a, meta.head_title.as_deref());
     let mut out = format!("type {kind:?}, roots {:?}\n", sel.roots);
     let mut cands: Vec<(f32, u32)> = (0..d.nodes.len() as u32)
         .filter(|&i| !a.removed[i as usize] && d.node(i).tag.is_block())

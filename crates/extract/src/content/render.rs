@@ -92,11 +92,7 @@ impl<'a> Renderer<'a> {
             return;
         }
         if depth > MAX_DEPTH {
-            for j in i..dom.subtree_end(i) {
-                if dom.node(j).tag == Tag::Text && !self.dropped[j as usize] {
-                    push_collapsed(out, dom.text_of(j));
-                }
-            }
+            self.flat(i, out);
             return;
         }
         let md = self.md();
@@ -109,131 +105,18 @@ impl<'a> Renderer<'a> {
                 }
             }
             Tag::H1 | Tag::H2 | Tag::H3 | Tag::H4 | Tag::H5 | Tag::H6 => {
-                let mut s = String::new();
-                self.children(i, &mut s, depth, false, list);
-                let s = one_line(&s);
-                if !s.is_empty() {
-                    para(out);
-                    if md {
-                        let level = tag.heading_level().unwrap_or(1) as usize;
-                        out.push_str(&"#".repeat(level));
-                        out.push(' ');
-                    }
-                    out.push_str(&s);
-                    para(out);
-                }
+                self.heading(i, tag, out, depth, list)
             }
-            Tag::Pre => {
-                let mut s = String::new();
-                self.children(i, &mut s, depth, true, list);
-                let s = s.trim_matches('\n');
-                if !s.trim().is_empty() {
-                    para(out);
-                    if md {
-                        let fence = if s.contains("```") { "~~~" } else { "```" };
-                        out.push_str(fence);
-                        out.push_str(&self.code_language(i));
-                        out.push('\n');
-                        out.push_str(s);
-                        out.push('\n');
-                        out.push_str(fence);
-                    } else {
-                        out.push(PRE_START);
-                        out.push_str(s);
-                        out.push(PRE_END);
-                    }
-                    para(out);
-                }
-            }
+            Tag::Pre => self.preformatted(i, out, depth, list),
             Tag::Code | Tag::Kbd | Tag::Samp | Tag::Tt if md && !pre => {
-                let mut s = String::new();
-                self.children(i, &mut s, depth, false, list);
-                let t = s.trim();
-                if !t.is_empty() {
-                    let tick = if t.contains('`') { "``" } else { "`" };
-                    out.push_str(&format!("{tick}{t}{tick}"));
-                }
+                self.inline_code(i, out, depth, list)
             }
             Tag::B | Tag::Strong if md && !pre => self.wrap(i, out, depth, list, "**"),
             Tag::I | Tag::Em if md && !pre => self.wrap(i, out, depth, list, "*"),
-            Tag::A if !pre => {
-                let mut s = String::new();
-                self.children(i, &mut s, depth, false, list);
-                // Permalink markers that documentation generators put beside headings.
-                if dom.attr(i, "href").is_some_and(|h| h.starts_with('#'))
-                    && matches!(s.trim(), "¶" | "#" | "§" | "🔗" | "¶#")
-                {
-                    return;
-                }
-                let links = matches!(self.mode, Mode::Markdown { links: true });
-                let href = dom.attr(i, "href").and_then(|h| self.resolve(h));
-                match href {
-                    Some(h) if links && !s.trim().is_empty() => {
-                        out.push_str(&format!("[{}]({})", s.trim(), h))
-                    }
-                    _ => out.push_str(&s),
-                }
-            }
-            Tag::Ul | Tag::Ol | Tag::Menu => {
-                newline(out);
-                let mut n = dom
-                    .attr(i, "start")
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .unwrap_or(1);
-                for c in dom.children(i) {
-                    if self.dropped[c as usize] {
-                        continue;
-                    }
-                    if dom.node(c).tag == Tag::Li {
-                        let mut s = String::new();
-                        self.children(c, &mut s, depth + 1, pre, list + 1);
-                        let s = tidy(&s);
-                        if s.is_empty() {
-                            continue;
-                        }
-                        let marker = if tag == Tag::Ol && md {
-                            let m = format!("{n}. ");
-                            n += 1;
-                            m
-                        } else {
-                            "- ".to_string()
-                        };
-                        newline(out);
-                        let indent = "  ".repeat(list);
-                        for (k, line) in s.lines().enumerate() {
-                            if k == 0 {
-                                out.push_str(&indent);
-                                out.push_str(&marker);
-                            } else if !line.is_empty() {
-                                out.push_str(&indent);
-                                out.push_str("  ");
-                            }
-                            out.push_str(line);
-                            out.push('\n');
-                        }
-                    } else {
-                        self.node(c, out, depth + 1, pre, list);
-                    }
-                }
-                newline(out);
-            }
+            Tag::A if !pre => self.link(i, out, depth, list),
+            Tag::Ul | Tag::Ol | Tag::Menu => self.items(i, tag == Tag::Ol, out, depth, pre, list),
             Tag::Table => self.table(i, out, depth, list),
-            Tag::Blockquote => {
-                let mut s = String::new();
-                self.children(i, &mut s, depth, pre, list);
-                let s = tidy(&s);
-                if !s.is_empty() {
-                    para(out);
-                    for line in s.lines() {
-                        if md {
-                            out.push_str(if line.is_empty() { ">" } else { "> " });
-                        }
-                        out.push_str(line);
-                        out.push('\n');
-                    }
-                    para(out);
-                }
-            }
+            Tag::Blockquote => self.quote(i, out, depth, pre, list),
             Tag::P | Tag::Figure | Tag::Figcaption | Tag::Details | Tag::Address => {
                 para(out);
                 self.children(i, out, depth, pre, list);
@@ -245,6 +128,143 @@ impl<'a> Renderer<'a> {
                 newline(out);
             }
             _ => self.children(i, out, depth, pre, list),
+        }
+    }
+
+    /// The subtree's kept text, collapsed, without recursing.
+    fn flat(&self, i: u32, out: &mut String) {
+        let dom = self.dom;
+        for j in i..dom.subtree_end(i) {
+            if dom.node(j).tag == Tag::Text && !self.dropped[j as usize] {
+                push_collapsed(out, dom.text_of(j));
+            }
+        }
+    }
+
+    /// A heading on one line of its own; an empty one is left out.
+    fn heading(&self, i: u32, tag: Tag, out: &mut String, depth: usize, list: usize) {
+        let mut s = String::new();
+        self.children(i, &mut s, depth, false, list);
+        let s = one_line(&s);
+        if !s.is_empty() {
+            para(out);
+            if self.md() {
+                let level = tag.heading_level().unwrap_or(1) as usize;
+                out.push_str(&"#".repeat(level));
+                out.push(' ');
+            }
+            out.push_str(&s);
+            para(out);
+        }
+    }
+
+    /// A fenced block in Markdown; in plain text, marked for [`tidy`] to leave alone.
+    fn preformatted(&self, i: u32, out: &mut String, depth: usize, list: usize) {
+        let mut s = String::new();
+        self.children(i, &mut s, depth, true, list);
+        let s = s.trim_matches('\n');
+        if !s.trim().is_empty() {
+            para(out);
+            if self.md() {
+                let fence = if s.contains("```") { "~~~" } else { "```" };
+                out.push_str(fence);
+                out.push_str(&self.code_language(i));
+                out.push('\n');
+                out.push_str(s);
+                out.push('\n');
+                out.push_str(fence);
+            } else {
+                out.push(PRE_START);
+                out.push_str(s);
+                out.push(PRE_END);
+            }
+            para(out);
+        }
+    }
+
+    /// Code inside running text, in backticks that its own backticks cannot close.
+    fn inline_code(&self, i: u32, out: &mut String, depth: usize, list: usize) {
+        let mut s = String::new();
+        self.children(i, &mut s, depth, false, list);
+        let t = s.trim();
+        if !t.is_empty() {
+            let tick = if t.contains('`') { "``" } else { "`" };
+            out.push_str(&format!("{tick}{t}{tick}"));
+        }
+    }
+
+    fn link(&self, i: u32, out: &mut String, depth: usize, list: usize) {
+        let dom = self.dom;
+        let mut s = String::new();
+        self.children(i, &mut s, depth, false, list);
+        // Permalink markers that documentation generators put beside headings.
+        if dom.attr(i, "href").is_some_and(|h| h.starts_with('#'))
+            && matches!(s.trim(), "¶" | "#" | "§" | "🔗" | "¶#")
+        {
+            return;
+        }
+        let links = matches!(self.mode, Mode::Markdown { links: true });
+        let href = dom.attr(i, "href").and_then(|h| self.resolve(h));
+        match href {
+            Some(h) if links && !s.trim().is_empty() => {
+                out.push_str(&format!("[{}]({})", s.trim(), h))
+            }
+            _ => out.push_str(&s),
+        }
+    }
+
+    /// A list's items, numbered in Markdown when the list is ordered. Anything else in
+    /// the list box is written where it stands.
+    fn items(&self, i: u32, ordered: bool, out: &mut String, depth: usize, pre: bool, list: usize) {
+        let dom = self.dom;
+        let md = self.md();
+        newline(out);
+        let mut n = dom
+            .attr(i, "start")
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(1);
+        for c in dom.children(i) {
+            if self.dropped[c as usize] {
+                continue;
+            }
+            if dom.node(c).tag != Tag::Li {
+                self.node(c, out, depth + 1, pre, list);
+                continue;
+            }
+            let mut s = String::new();
+            self.children(c, &mut s, depth + 1, pre, list + 1);
+            let s = tidy(&s);
+            if s.is_empty() {
+                continue;
+            }
+            let marker = if ordered && md {
+                let m = format!("{n}. ");
+                n += 1;
+                m
+            } else {
+                "- ".to_string()
+            };
+            newline(out);
+            push_item(out, &s, list, &marker);
+        }
+        newline(out);
+    }
+
+    fn quote(&self, i: u32, out: &mut String, depth: usize, pre: bool, list: usize) {
+        let mut s = String::new();
+        self.children(i, &mut s, depth, pre, list);
+        let s = tidy(&s);
+        if !s.is_empty() {
+            let md = self.md();
+            para(out);
+            for line in s.lines() {
+                if md {
+                    out.push_str(if line.is_empty() { ">" } else { "> " });
+                }
+                out.push_str(line);
+                out.push('\n');
+            }
+            para(out);
         }
     }
 
@@ -371,6 +391,23 @@ impl<'a> Renderer<'a> {
             }
         }
         para(out);
+    }
+}
+
+/// One list item at nesting `list`: the marker on its first line, the later lines
+/// indented to its text so that they stay in the item.
+fn push_item(out: &mut String, item: &str, list: usize, marker: &str) {
+    let indent = "  ".repeat(list);
+    for (k, line) in item.lines().enumerate() {
+        if k == 0 {
+            out.push_str(&indent);
+            out.push_str(marker);
+        } else if !line.is_empty() {
+            out.push_str(&indent);
+            out.push_str("  ");
+        }
+        out.push_str(line);
+        out.push('\n');
     }
 }
 

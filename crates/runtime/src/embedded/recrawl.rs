@@ -39,10 +39,11 @@ pub(super) fn recrawl_parts(
     let s = &plan.spec.settings;
     let (notify, webhook) = match &s.webhook_url {
         Some(url) => {
-            let secret = trawl_notifier::webhook::secret_from_env();
+            let secret = opts.webhook_secret.clone().filter(|s| !s.is_empty());
             if secret.is_none() {
                 tracing::warn!(
-                    "TRAWL_WEBHOOK_SECRET is not set: webhook deliveries are not signed"
+                    "webhook_secret (TRAWL_WEBHOOK_SECRET) is not set: webhook deliveries are \
+                     not signed"
                 );
             }
             let cfg = trawl_notifier::webhook::WebhookConfig {

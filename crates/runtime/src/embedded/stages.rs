@@ -56,6 +56,7 @@ pub(super) fn start_renderer(
     let process = trawl_core::settings::ProcessSettings {
         chromium: opts.chromium.clone(),
         render_concurrency: opts.render_concurrency,
+        chromium_no_sandbox: opts.chromium_no_sandbox,
         ..Default::default()
     };
     let Some(rc) = trawl_renderer::RendererConfig::from_settings(s, &process) else {

@@ -238,7 +238,7 @@ impl Cluster {
     ) -> anyhow::Result<bool> {
         let mut quiet = 0;
         loop {
-            match crate::cluster::status(&self.settings, &self.crawl).await {
+            match trawl_cluster::status::status(&self.settings, &self.crawl).await {
                 Ok(s) => {
                     if let Some(l) = live {
                         l.send_replace(LiveCounts {

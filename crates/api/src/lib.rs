@@ -1,4 +1,4 @@
-//! `trawl serve`: Firecrawl's v2 HTTP API over trawl's engine, so code written for
+//! The API server (`trawl serve`): Firecrawl's v2 HTTP API over trawl's engine, so code written for
 //! `firecrawl-py` or `langchain-firecrawl` runs against trawl by pointing `api_url` at it.
 //! `/v2/scrape` and `/v2/map` answer at once through the one-shot fetcher; `/v2/crawl`
 //! and `/v2/batch/scrape` are jobs (`jobs`), each an embedded crawl kept on disk.
@@ -10,6 +10,7 @@ pub mod changes;
 pub mod db;
 pub mod jobs;
 mod lines;
+pub mod map;
 mod metrics;
 pub mod on_cluster;
 pub mod page;
@@ -33,62 +34,66 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Digest;
-use trawl_core::settings::{ClusterSettings, CrawlSettings, Settings};
+use trawl_core::settings::Settings;
 
 use api::{ApiError, MapRequest, PageParts, ScrapeRequest};
 use jobs::{Jobs, Kind};
 use scrape::Scraper;
 
-use crate::map::{self as sitemap_map, MapOptions, SitemapUse};
+use map::{self as sitemap_map, MapOptions, SitemapUse};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeArgs {
+/// What the server is configured with: where it listens and keeps its data, its keys and
+/// limits, and the settings its crawls run under.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:3002")]
     pub listen: SocketAddr,
     /// Where jobs and scrape history are kept (`serve.db`, `jobs/<id>/`).
-    #[arg(long, default_value = "trawl-serve")]
     pub data: PathBuf,
-    /// API keys accepted as `Authorization: Bearer KEY` (none: no key needed). Better
-    /// given as `TRAWL_API_KEYS`, comma-separated.
-    #[arg(
-        long = "api-key",
-        value_name = "KEY",
-        env = "TRAWL_API_KEYS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
+    /// API keys accepted as `Authorization: Bearer KEY` (none: no key needed).
     pub api_keys: Vec<String>,
     /// Crawl and batch jobs running at once (the others wait, `scraping` with nothing done).
-    #[arg(long, default_value_t = 4)]
     pub max_jobs: usize,
     /// Requests in flight in each job.
-    #[arg(long, default_value_t = 16)]
     pub job_concurrency: usize,
     /// Scrape and map requests one key may have in flight; more are answered 429.
-    #[arg(long, default_value_t = 32)]
     pub max_requests_per_key: usize,
     /// Jobs one key may have unfinished; more are answered 429.
-    #[arg(long, default_value_t = 8)]
     pub max_jobs_per_key: usize,
     /// Largest request body.
-    #[arg(long, default_value_t = 10 << 20)]
     pub max_request_bytes: usize,
     /// Pages `/v2/map` reads for their links (besides the sitemaps).
-    #[arg(long, default_value_t = 10)]
     pub map_pages: usize,
     /// Run crawl and batch jobs on the cluster's services (one at a time: the services
     /// serve one crawl id) instead of in this process; scrapes and maps stay here.
-    #[arg(long)]
     pub cluster: bool,
-    /// With --cluster: the crawl id the services were started with (`TRAWL_CRAWL`). Each
+    /// With `cluster`: the crawl id the services were started with (`TRAWL_CRAWL`). Each
     /// job clears that crawl's state before it starts: give the API a crawl id of its own.
-    #[arg(long = "cluster-crawl", id = "crawl")]
     pub cluster_crawl: String,
-    #[command(flatten)]
-    pub cluster_settings: ClusterSettings,
-    #[command(flatten)]
-    pub crawl: CrawlSettings,
+    /// The settings the server's crawls and scrapes run under: the `crawl` section's limits
+    /// are ceilings a request can lower; `cluster` reaches the services; `process` is this
+    /// process's (a job's browser, memory bounds).
+    pub settings: Settings,
+}
+
+impl ServeConfig {
+    /// The defaults of `trawl serve`, over `settings`.
+    pub fn new(settings: Settings) -> Self {
+        ServeConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 3002)),
+            data: PathBuf::from("trawl-serve"),
+            api_keys: Vec::new(),
+            max_jobs: 4,
+            job_concurrency: 16,
+            max_requests_per_key: 32,
+            max_jobs_per_key: 8,
+            max_request_bytes: 10 << 20,
+            map_pages: 10,
+            cluster: false,
+            cluster_crawl: settings.process.crawl.clone(),
+            settings,
+        }
+    }
 }
 
 pub struct App {
@@ -98,7 +103,7 @@ pub struct App {
     /// Each key's digest and owner id.
     keys: Vec<([u8; 32], String)>,
     in_flight: Mutex<HashMap<String, usize>>,
-    args: ServeArgs,
+    args: ServeConfig,
     metrics: metrics::Metrics,
 }
 
@@ -107,7 +112,7 @@ pub struct App {
 struct Owner(String);
 
 /// Runs the server until Ctrl-C or SIGTERM; jobs still running are left resumable.
-pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+pub async fn serve(args: ServeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -118,7 +123,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// resumable) and returns once their crawls have written what they have.
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
-    args: ServeArgs,
+    args: ServeConfig,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (app, trigger) = build(args)?;
@@ -150,25 +155,23 @@ async fn stop_signal() {
 }
 
 /// The app over `args`, and the trigger that stops its jobs.
-pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline::ShutdownTrigger)> {
-    args.crawl.validate()?;
+pub fn build(
+    args: ServeConfig,
+) -> anyhow::Result<(Arc<App>, trawl_core::pipeline::ShutdownTrigger)> {
+    args.settings.crawl.validate()?;
     std::fs::create_dir_all(&args.data)
         .with_context(|| format!("creating {}", args.data.display()))?;
     let db = db::Db::open(&args.data.join("serve.db"))?;
     let (trigger, stop) = trawl_core::pipeline::shutdown();
-    let settings = Settings {
-        crawl: args.crawl.clone(),
-        ..Settings::default()
-    };
     let jobs = Jobs::new(
         db.clone(),
         args.data.join("jobs"),
-        settings,
+        args.settings.clone(),
         args.job_concurrency,
         args.max_jobs,
         stop,
         args.cluster.then(|| {
-            on_cluster::Cluster::new(args.cluster_settings.clone(), args.cluster_crawl.clone())
+            on_cluster::Cluster::new(args.settings.cluster.clone(), args.cluster_crawl.clone())
         }),
     )?;
     // Kept as digests: a key is compared by its digest, never by its bytes.
@@ -180,7 +183,7 @@ pub fn build(args: ServeArgs) -> anyhow::Result<(Arc<App>, trawl_core::pipeline:
         .map(|k| (key_digest(k), owner_of(k)))
         .collect();
     let app = App {
-        scraper: Scraper::new(&args.crawl)?,
+        scraper: Scraper::new(&args.settings.crawl)?,
         jobs,
         db,
         keys,

@@ -6,15 +6,14 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod pipeline;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use trawl_corpus::archive::{ArchiveReader, Item};
 use trawl_refine::backend::MAX_NEW_TOKENS;
-use trawl_refine::bff::NgramDedup;
 use trawl_refine::page::{Engine, Refined, refine_page};
 use trawl_refine::program::Mode;
 
@@ -210,21 +209,6 @@ fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
     Ok(trawl_refiner::engine::build(&settings)?)
 }
 
-/// Consecutive backend failures after which a run stops.
-const MAX_BACKEND_FAILURES: usize = 20;
-
-/// One page on a worker.
-fn refine_one(engine: &Engine, mode: Mode, p: &PageIn, max_html: usize) -> Refined {
-    trawl_refine::page::refine_guarded(engine, mode, &p.url, &p.source, &p.html, max_html)
-}
-
-struct PageIn {
-    seq: usize,
-    url: String,
-    source: String,
-    html: String,
-}
-
 fn is_archive(p: &Path) -> bool {
     let s = p.to_string_lossy().to_lowercase();
     [".warc", ".warc.gz", ".arc", ".arc.gz"]
@@ -299,223 +283,36 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
     let files = expand(&args.inputs)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let max_html = args.max_html_bytes;
-    let workers = args.concurrency.unwrap_or(match args.engine {
-        EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        EngineName::Candle => 1,
-        EngineName::Openai => 8,
-    });
-    let mut report = RefineReport {
+    let workers = args
+        .concurrency
+        .unwrap_or(match args.engine {
+            EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            EngineName::Candle => 1,
+            EngineName::Openai => 8,
+        })
+        .max(1);
+    let report = RefineReport {
         engine: engine.name(),
         reader: format!("{:?}", args.reader).to_lowercase(),
         inputs: files.len(),
         ..RefineReport::default()
     };
-    let started = Instant::now();
-    let (in_tx, in_rx) = sync_channel::<PageIn>(workers * 4);
-    let (out_tx, out_rx) = sync_channel::<(usize, Refined)>(workers * 4);
-    // How far the reader may run ahead of the writer: a slow page holds every row after it
-    // in the reorder buffer, so that buffer is bounded too.
-    let ahead = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
-    let window = workers.max(1) * 16;
-    let side = Arc::new(Mutex::new((0usize, Vec::<String>::new())));
-    let mut rows = std::io::BufWriter::new(std::fs::File::create(args.out.join("refined.jsonl"))?);
-    let mut pairs = match args.training_pairs {
-        true => Some(std::io::BufWriter::new(std::fs::File::create(
-            args.out.join("training.jsonl"),
-        )?)),
-        false => None,
-    };
-    let mut dedup = args.dedup.then(|| {
-        NgramDedup::new(
-            args.dedup_ngram,
-            args.dedup_threshold,
-            args.dedup_expected_ngrams,
-            0.01,
-        )
-    });
-    let progress = Progress::new();
-    std::thread::scope(|s| -> anyhow::Result<()> {
-        // Owned by the workers alone: when they are gone the reader's sends fail and it stops.
-        let in_rx = Arc::new(Mutex::new(in_rx));
-        for _ in 0..workers.max(1) {
-            let rx = in_rx.clone();
-            let tx = out_tx.clone();
-            let engine = engine.clone();
-            s.spawn(move || {
-                loop {
-                    let next = rx.lock().ok().and_then(|r| r.recv().ok());
-                    let Some(p) = next else { return };
-                    let r = refine_one(&engine, mode, &p, max_html);
-                    if tx.send((p.seq, r)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(in_rx);
-        drop(out_tx);
-        let ahead_r = ahead.clone();
-        let limit = args.limit.unwrap_or(usize::MAX);
-        let side_r = side.clone();
-        s.spawn(move || {
-            let mut seq = 0usize;
-            let wait_turn = |seq: usize| {
-                let (lock, cv) = &*ahead_r;
-                let Ok(mut written) = lock.lock() else { return };
-                while seq >= *written + window {
-                    match cv.wait_timeout(written, Duration::from_secs(1)) {
-                        Ok((w, _)) => written = w,
-                        Err(_) => return,
-                    }
-                }
-            };
-            'files: for f in &files {
-                let name = f.display().to_string();
-                if is_html(f) {
-                    let Ok(raw) = std::fs::read(f) else {
-                        if let Ok(mut g) = side_r.lock() {
-                            g.1.push(format!("{name}: unreadable"));
-                        }
-                        continue;
-                    };
-                    let (html, _) = trawl_body::decode_html(&raw, None);
-                    let url = format!(
-                        "file://{}",
-                        std::fs::canonicalize(f).unwrap_or(f.clone()).display()
-                    );
-                    wait_turn(seq);
-                    if seq >= limit
-                        || in_tx
-                            .send(PageIn {
-                                seq,
-                                url,
-                                source: name,
-                                html,
-                            })
-                            .is_err()
-                    {
-                        break;
-                    }
-                    seq += 1;
-                    continue;
-                }
-                let reader = match ArchiveReader::open(f) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        if let Ok(mut g) = side_r.lock() {
-                            g.1.push(e.to_string());
-                        }
-                        continue;
-                    }
-                };
-                for item in reader {
-                    match item {
-                        Item::Record(rec) => {
-                            let Some(html) = html_of(&rec) else {
-                                if rec.kind == "response"
-                                    && let Ok(mut g) = side_r.lock()
-                                {
-                                    g.0 += 1;
-                                }
-                                continue;
-                            };
-                            if seq >= limit {
-                                break 'files;
-                            }
-                            let url = rec.target_uri.clone().unwrap_or_default();
-                            let source = format!("{name}#{}", rec.number);
-                            wait_turn(seq);
-                            if in_tx
-                                .send(PageIn {
-                                    seq,
-                                    url,
-                                    source,
-                                    html,
-                                })
-                                .is_err()
-                            {
-                                break 'files;
-                            }
-                            seq += 1;
-                        }
-                        Item::Malformed { number, message } => {
-                            if let Ok(mut g) = side_r.lock() {
-                                g.1.push(format!("{name} #{number}: {message}"));
-                            }
-                        }
-                    }
-                }
-            }
-        });
-        // Rows are written in input order, whatever order the workers finish in.
-        let mut pending: BTreeMap<usize, Refined> = BTreeMap::new();
-        let mut next = 0usize;
-        let mut failing = 0usize;
-        for (seq, r) in out_rx {
-            pending.insert(seq, r);
-            while let Some(mut r) = pending.remove(&next) {
-                next += 1;
-                {
-                    let (lock, cv) = &*ahead;
-                    if let Ok(mut w) = lock.lock() {
-                        *w = next;
-                    }
-                    cv.notify_all();
-                }
-                // A backend that fails page after page is down or misconfigured: stop
-                // rather than record the whole input as skipped.
-                failing = if r.skipped.as_deref() == Some("backend") {
-                    failing + 1
-                } else {
-                    0
-                };
-                if failing >= MAX_BACKEND_FAILURES {
-                    bail!(
-                        "the model backend failed on {failing} pages in a row, the last: {}",
-                        r.error.as_deref().unwrap_or("?")
-                    );
-                }
-                if let (Some(d), Some(t)) = (dedup.as_mut(), r.text.as_deref()) {
-                    let (share, keep) = d.check(t);
-                    if !keep {
-                        r.duplicate_of = Some(format!("ngram-overlap:{share:.3}"));
-                        r.text = None;
-                        report.duplicates += 1;
-                    }
-                }
-                report.add(&r);
-                if let (Some(w), Some(program)) = (pairs.as_mut(), &r.program)
-                    && r.skipped.is_none()
-                {
-                    let row = serde_json::json!({"input": trawl_refine::lines::number_lines(&r.lines), "output": program, "url": r.url});
-                    writeln!(w, "{row}")?;
-                }
-                serde_json::to_writer(&mut rows, &r)?;
-                rows.write_all(b"\n")?;
-                progress.update(&report, started.elapsed());
-            }
-        }
-        Ok(())
-    })?;
-    rows.flush()?;
-    if let Some(mut w) = pairs {
-        w.flush()?;
-    }
-    progress.finish();
-    if let Ok(g) = side.lock() {
-        report.records_not_html = g.0;
-        report.malformed = g.1.iter().take(20).cloned().collect();
-    }
-    report.dedup_filter_bytes = dedup.as_ref().map_or(0, NgramDedup::bytes);
-    report.elapsed_s = started.elapsed().as_secs_f64();
-    report.pages_per_s = report.pages as f64 / report.elapsed_s.max(1e-9);
-    report.completion_tokens_per_s = report.completion_tokens as f64 / report.elapsed_s.max(1e-9);
-    std::fs::write(
-        args.out.join("refine-report.json"),
-        serde_json::to_vec_pretty(&report)?,
+    let mut out = pipeline::Output::create(args, report)?;
+    let side = Mutex::new(pipeline::Side::default());
+    pipeline::refine_in_order(
+        &pipeline::Work {
+            engine: &engine,
+            mode,
+            workers,
+            max_html: args.max_html_bytes,
+            limit: args.limit.unwrap_or(usize::MAX),
+        },
+        &files,
+        &side,
+        &mut out,
     )?;
-    Ok(report)
+    let side = side.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.finish(side, &args.out)
 }
 
 /// A spinner with the counts on a terminal, a log line every 10 s otherwise.

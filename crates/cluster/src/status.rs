@@ -1,0 +1,135 @@
+//! A crawl on the cluster as its users see it: messages waiting per hop, URLs queued, host
+//! claims, the counters, and whether it has drained (`trawl status`, `trawl submit --wait`,
+//! `trawl serve --cluster`).
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+use serde::Serialize;
+use trawl_core::archives::{ArchiveLedger, ArchivesSummary};
+use trawl_core::counters::{Counter, Counters};
+use trawl_core::history::Unlinked;
+use trawl_core::pipeline::Hop;
+use trawl_core::settings::ClusterSettings;
+use trawl_core::state::State;
+
+use crate::jetstream::hop_stats;
+use crate::redis_archives::RedisLedger;
+use crate::redis_history::RedisHistory;
+use crate::redis_state::RedisState;
+use crate::service;
+
+/// What went wrong asking NATS or Redis, with what was being asked.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {message}")]
+pub struct StatusError {
+    what: &'static str,
+    message: String,
+}
+
+fn failed(what: &'static str) -> impl Fn(&dyn Display) -> StatusError {
+    move |e| StatusError {
+        what,
+        message: e.to_string(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub crawl: String,
+    /// Messages waiting or unacknowledged, per hop.
+    pub pending: BTreeMap<String, u64>,
+    pub queued_urls: usize,
+    pub host_claims: usize,
+    pub pages_fetched: i64,
+    pub pages_indexed: i64,
+    pub duplicates: i64,
+    pub dead_letters: u64,
+    pub drained: bool,
+    pub counters: BTreeMap<String, i64>,
+    /// A distributed ingest's archives (`trawl submit --archives`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archives: Option<ArchivesSummary>,
+}
+
+/// Whether a re-crawl's end-of-crawl check of the earlier crawl's URLs is done (a crawl
+/// that is no re-crawl has none to do).
+async fn rechecked(c: &ClusterSettings, crawl: &str) -> Result<bool, StatusError> {
+    let spec = crate::spec::get(&c.redis_url, crawl)
+        .await
+        .map_err(|e| failed("reading the crawl's spec")(&e))?;
+    Ok(match spec.and_then(|s| s.since) {
+        Some(_) => {
+            let history = RedisHistory::connect(&c.redis_url, crawl)
+                .await
+                .map_err(|e| failed("connecting to Redis")(&e))?;
+            history
+                .checked()
+                .await
+                .map_err(|e| failed("reading the end-of-crawl check")(&e))?
+        }
+        None => true,
+    })
+}
+
+/// The crawl `crawl` as NATS and Redis hold it now.
+pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusError> {
+    let client = service::nats(c)
+        .await
+        .map_err(|e| failed("connecting to NATS")(&e))?;
+    let stats = hop_stats(&client, c).await;
+    let pending: BTreeMap<String, u64> = stats
+        .iter()
+        .map(|h| (h.hop.to_string(), h.pending))
+        .collect();
+    let dead = stats.iter().map(|h| h.dead_letters).sum();
+    // The crawl's own count of state servers: summing fewer would call it drained while
+    // the others still hold work. (A spec this version cannot read: the servers named.)
+    let nodes = match crate::spec::get(&c.redis_url, crawl).await.ok().flatten() {
+        Some(spec) => service::state_nodes_for(c, &spec)
+            .map_err(|e| failed("the crawl's state servers")(&e))?,
+        None => c.state_nodes(),
+    };
+    let redis = failed("reading the crawl's state in Redis");
+    let state = RedisState::connect_sharded(&nodes, crawl, 1, 1, 1)
+        .await
+        .map_err(|e| redis(&e))?;
+    let counters = state.counters().await.map_err(|e| redis(&e))?;
+    let typed = Counters::from_map(&counters);
+    let count = |k: Counter| typed.get(&k);
+    let queued_urls = state.queued().await.map_err(|e| redis(&e))?;
+    let host_claims = state.claims().await.map_err(|e| redis(&e))?;
+    // A dead-lettered page is done once the indexers have written its line.
+    let dead_unwritten = crate::dead_pages::pending(&client, c, crawl)
+        .await
+        .map_err(|e| failed("reading the dead-lettered pages")(&e))?;
+    let idle = pending
+        .iter()
+        .all(|(hop, n)| *n == 0 || !Hop::from_name(hop).is_some_and(Hop::is_crawl_hop))
+        && queued_urls == 0
+        && host_claims == 0
+        && dead_unwritten == 0;
+    // A re-crawl is not done before its end-of-crawl check of the earlier crawl's URLs
+    // (asked only once nothing else is left: `--wait` polls this).
+    let drained = idle && rechecked(c, crawl).await?;
+    let ledger = RedisLedger::connect(&c.redis_url, crawl)
+        .await
+        .map_err(|e| redis(&e))?
+        .all()
+        .await
+        .map_err(|e| redis(&e))?;
+    let archives = (!ledger.is_empty()).then(|| ArchivesSummary::of(&ledger, 100));
+    Ok(Status {
+        archives,
+        crawl: crawl.to_string(),
+        drained,
+        pending,
+        queued_urls,
+        host_claims,
+        pages_fetched: count(Counter::Requests),
+        pages_indexed: count(Counter::Pages),
+        duplicates: count(Counter::DuplicatesExact) + count(Counter::DuplicatesNear),
+        dead_letters: dead,
+        counters,
+    })
+}

@@ -1,0 +1,309 @@
+//! Picks the main content from the weighed boxes ([`super::score`]): the best-balanced box,
+//! or on listings the smallest box covering most of the text, with its siblings that are
+//! content too. Inside it, menus, the headline and the article's frame are dropped.
+
+use super::dom::{Dom, NONE};
+use super::score::{
+    Analysis, LINK_LIGHT, LONG_TEXT, SENTENCE, balance, is_hidden, is_structural_main,
+};
+use super::tags::Tag;
+
+pub struct Selection {
+    /// Roots of the kept subtrees, in document order.
+    pub roots: Vec<u32>,
+    /// Nodes inside the roots that are dropped all the same.
+    pub dropped: Vec<bool>,
+}
+
+/// The best-balanced box often includes teasers, comments or a list of other stories beside
+/// the text; when a box inside it declares itself the content and holds a fair share of the
+/// good text, that box is the content. Not when it is one of several alike (posts, cards).
+fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
+    let top = a.content_weight[best as usize];
+    // Outside articles the text beside the declared box (specs, features, items) is as
+    // likely content as not.
+    let need = if a.article { 0.3 } else { DESCEND_SHARE };
+    let mut max_good = 0.0f32;
+    let mut cands: Vec<u32> = Vec::new();
+    for i in best + 1..dom.subtree_end(best) {
+        let iu = i as usize;
+        if a.removed[iu] || a.content_weight[iu] < need * top || !dom.node(i).tag.is_block() {
+            continue;
+        }
+        if !is_structural_main(dom, i) || has_alike_siblings(dom, a, i) {
+            continue;
+        }
+        max_good = max_good.max(a.content_weight[iu]);
+        cands.push(i);
+    }
+    // The deepest of those holding (almost) the most text: wrappers add titles and bylines.
+    cands
+        .into_iter()
+        .rfind(|&i| a.content_weight[i as usize] >= 0.9 * max_good)
+        .unwrap_or(best)
+}
+
+/// Labels that sit alone in a block inside article text.
+const LABELS: &[&str] = &[
+    "advertisement",
+    "advertisment",
+    "ad",
+    "ads",
+    "caption",
+    "sponsored",
+    "iklan",
+    "anzeige",
+    "publicité",
+    "story continues below advertisement",
+    "continue reading below",
+    "article continues below advertisement",
+    "scroll to continue",
+    "related",
+    "related articles",
+    "read more",
+    "share",
+    "share this",
+    "share this article",
+];
+
+fn words(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+/// Bylines, dates, "Comments are closed", "Related articles": short blocks before the first
+/// and after the last block of running text are the frame of the article, not its text.
+fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
+    // Leaf blocks only: dropping a block drops everything inside it.
+    let mut blocks: Vec<u32> = Vec::new();
+    for &r in roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if !dropped[ju] && !a.removed[ju] && dom.node(j).tag.is_block() && a.own_chars[ju] > 0 {
+                if let Some(&last) = blocks.last()
+                    && dom.is_ancestor(last, j)
+                {
+                    blocks.pop();
+                }
+                blocks.push(j);
+            }
+        }
+    }
+    // Each block's own text (its inline descendants, not nested blocks), gathered once.
+    let mut own: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    for &r in roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if dom.node(j).tag == Tag::Text && !dropped[ju] && !a.removed[ju] {
+                let o = own.entry(a.owner[ju]).or_default();
+                o.push_str(dom.text_of(j));
+                o.push(' ');
+            }
+        }
+    }
+    let text_of = |b: u32| -> &str { own.get(&b).map(String::as_str).unwrap_or("") };
+    let is_good = |b: u32| {
+        a.content_weight[b as usize] > 0.0 && {
+            let own = a.own_chars[b as usize] as f32;
+            own > 0.0 && (a.own_link_chars[b as usize] as f32 / own) < LINK_LIGHT && own >= SENTENCE
+        }
+    };
+    for &b in &blocks {
+        let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
+        if LABELS.contains(&t.as_str()) {
+            dropped[b as usize] = true;
+        }
+    }
+    let own_good = |b: u32| {
+        let own = a.own_chars[b as usize] as f32;
+        is_good(b) && (own >= LONG_TEXT || a.own_punct[b as usize] > 0)
+    };
+    for &b in &blocks {
+        if own_good(b) {
+            break;
+        }
+        if dom.node(b).tag.heading_level().is_some() {
+            continue;
+        }
+        if words(text_of(b)) < 12 {
+            dropped[b as usize] = true;
+        }
+    }
+    for &b in blocks.iter().rev() {
+        if own_good(b) {
+            break;
+        }
+        if words(text_of(b)) < 12 {
+            dropped[b as usize] = true;
+        }
+    }
+}
+
+/// Outside articles, a declared box must hold this share of the best box's good text to be
+/// preferred: the text beside it (specs, features, items) is as likely content as not.
+const DESCEND_SHARE: f32 = 0.5;
+/// A best box with less running text than this share of the page's text means a listing.
+const LISTING_SHARE: f32 = 0.35;
+/// ... or this share on a page that says it is an article.
+const ARTICLE_LISTING_SHARE: f32 = 0.15;
+/// The covering box holds this share of the text left after chrome removal.
+const COVER_SHARE: f32 = 0.8;
+
+/// Listings, catalogues and link-heavy pages have little running text anywhere: their
+/// content is the items. With the chrome already removed, the smallest box holding most of
+/// the remaining text is the content.
+fn covering(dom: &Dom, a: &Analysis) -> u32 {
+    let need = COVER_SHARE * a.chars[0] as f32;
+    let mut pick = 0u32;
+    for i in 0..dom.nodes.len() as u32 {
+        let iu = i as usize;
+        if !a.removed[iu] && dom.node(i).tag.is_block() && a.chars[iu] as f32 >= need {
+            pick = i;
+        }
+    }
+    pick
+}
+
+fn has_alike_siblings(dom: &Dom, a: &Analysis, i: u32) -> bool {
+    let n = dom.node(i);
+    if n.parent == NONE {
+        return false;
+    }
+    let g = a.content_weight[i as usize];
+    dom.children(n.parent).any(|s| {
+        s != i
+            && !a.removed[s as usize]
+            && dom.node(s).tag == n.tag
+            && a.content_weight[s as usize] >= 0.3 * g
+            && a.content_weight[s as usize] > 0.0
+    })
+}
+
+/// The whole visible page: the body (or the document), with only what is never content or
+/// hidden dropped.
+pub fn whole_page(dom: &Dom) -> Selection {
+    let dropped = (0..dom.nodes.len() as u32)
+        .map(|i| {
+            let tag = dom.node(i).tag;
+            tag != Tag::Text && (tag.is_never_content() || is_hidden(dom, i))
+        })
+        .collect();
+    let body = (0..dom.nodes.len() as u32).find(|&i| dom.node(i).tag == Tag::Body);
+    Selection {
+        roots: vec![body.unwrap_or(0)],
+        dropped,
+    }
+}
+
+pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
+    let best = best_balanced(dom, a);
+    // An article page needs far less running text in its best box to count as a list.
+    let share = if a.article {
+        ARTICLE_LISTING_SHARE
+    } else {
+        LISTING_SHARE
+    };
+    let listing = !is_structural_main(dom, best)
+        && a.content_weight[best as usize] < share * a.chars[0] as f32;
+    let best = if listing {
+        covering(dom, a)
+    } else {
+        descend(dom, a, best)
+    };
+    let roots = with_siblings(dom, a, best);
+    let mut dropped = drop_inside(dom, a, &roots, listing, title);
+    if !a.forum && !listing {
+        trim(dom, a, &roots, &mut dropped);
+    }
+    Selection { roots, dropped }
+}
+
+/// The live block with the best balance. On a tie the later box in document order wins,
+/// so a box wins over the ancestors it ties with.
+fn best_balanced(dom: &Dom, a: &Analysis) -> u32 {
+    let mut best = 0u32;
+    let mut best_score = f32::MIN;
+    for i in 0..dom.nodes.len() as u32 {
+        let iu = i as usize;
+        if a.removed[iu] || !dom.node(i).tag.is_block() {
+            continue;
+        }
+        let s = balance(dom, a, i);
+        if s >= best_score {
+            best_score = s;
+            best = i;
+        }
+    }
+    best
+}
+
+/// The best box with its siblings that are clearly content too (a split article body,
+/// posts beside the first), in document order.
+fn with_siblings(dom: &Dom, a: &Analysis, best: u32) -> Vec<u32> {
+    let parent = dom.node(best).parent;
+    if parent == NONE {
+        return vec![best];
+    }
+    let top = a.content_weight[best as usize];
+    let mut merged = Vec::new();
+    for s in dom.children(parent) {
+        if s == best {
+            merged.push(s);
+            continue;
+        }
+        let su = s as usize;
+        if a.removed[su] {
+            continue;
+        }
+        let g = a.content_weight[su];
+        if g > 0.0 && g - a.chrome_weight[su] > (0.15 * top).max(40.0) {
+            merged.push(s);
+        }
+    }
+    merged
+}
+
+/// What is dropped inside the roots: removed boxes, menus and the headline.
+fn drop_inside(
+    dom: &Dom,
+    a: &Analysis,
+    roots: &[u32],
+    listing: bool,
+    title: Option<&str>,
+) -> Vec<bool> {
+    let mut dropped = vec![false; dom.nodes.len()];
+    for &r in roots {
+        for j in r..dom.subtree_end(r) {
+            let ju = j as usize;
+            if a.removed[ju] {
+                dropped[ju] = true;
+                continue;
+            }
+            // Menus and tag lists inside the content: many short links and little else. On
+            // listings the links are the items.
+            let node = dom.node(j);
+            if !listing && node.tag.is_block() && a.chars[ju] > 0 {
+                let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
+                let links = a.links[ju];
+                let avg = a.link_chars[ju] as f32 / links.max(1) as f32;
+                if ld > 0.6 && links >= 3 && avg < 15.0 && a.content_weight[ju] == 0.0 {
+                    dropped[ju] = true;
+                }
+            }
+            // The headline is the title, not the text.
+            if node.tag == Tag::H1
+                && let Some(t) = title
+            {
+                let h = dom.raw_text(j);
+                let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !h.is_empty() && (t.contains(&h) || h.contains(t)) {
+                    dropped[ju] = true;
+                }
+            }
+            let p = node.parent;
+            if p != NONE && dropped[p as usize] {
+                dropped[ju] = true;
+            }
+        }
+    }
+    dropped
+}
