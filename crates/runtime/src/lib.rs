@@ -1,7 +1,8 @@
 //! The embedded runtime: a whole crawl in one process, from a [`CrawlPlan`] to
-//! `pages.jsonl`, `warc/`, the index and `report.json`; and `trawl watch`'s rounds of
-//! re-crawls. The command line, the API server and the tests all run crawls through
-//! [`crawl`]; none of them reaches the runtime through an argument parser.
+//! `pages.jsonl`, `warc/`, the index and `report.json`; `trawl watch`'s rounds of
+//! re-crawls; and `trawl refine`'s batch of pages refined outside a crawl. The command
+//! line, the API server and the tests all run crawls through [`crawl`]; none of them
+//! reaches the runtime through an argument parser.
 
 pub mod crawl_dir;
 pub mod embedded;
@@ -9,6 +10,7 @@ mod index_task;
 pub mod page_gate;
 pub mod plan;
 pub mod progress;
+pub mod refine;
 pub mod report;
 pub mod watch;
 

@@ -6,16 +6,17 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod pipeline;
-
-use anyhow::{Context, bail};
-use serde::Serialize;
+use anyhow::bail;
+use trawl_core::settings::RefineSettings;
 use trawl_refine::backend::MAX_NEW_TOKENS;
-use trawl_refine::page::{Engine, Refined, refine_page};
+use trawl_refine::page::{Engine, refine_page};
 use trawl_refine::program::Mode;
+pub use trawl_runtime::refine::{
+    NgramDedupPlan, RefinePlan, RefineProgress, RefineReport, expand, refine,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineName {
@@ -106,79 +107,15 @@ pub struct RefineArgs {
     pub max_html_bytes: usize,
 }
 
-/// `refine-report.json`.
-#[derive(Debug, Default, Serialize)]
-pub struct RefineReport {
-    pub engine: String,
-    pub reader: String,
-    pub inputs: usize,
-    pub pages: usize,
-    pub refined: usize,
-    pub dropped: usize,
-    pub decisions: BTreeMap<String, usize>,
-    pub provenance: BTreeMap<String, usize>,
-    pub skipped: BTreeMap<String, usize>,
-    pub errors: BTreeMap<String, usize>,
-    pub fallbacks: usize,
-    pub warnings: BTreeMap<String, usize>,
-    pub duplicates: usize,
-    pub dedup_filter_bytes: usize,
-    pub records_not_html: usize,
-    pub malformed: Vec<String>,
-    pub prompt_tokens: usize,
-    pub completion_tokens: usize,
-    pub elapsed_s: f64,
-    pub pages_per_s: f64,
-    pub completion_tokens_per_s: f64,
-}
-
-impl RefineReport {
-    fn add(&mut self, r: &Refined) {
-        self.pages += 1;
-        if let Some(s) = &r.skipped {
-            *self.skipped.entry(s.clone()).or_default() += 1;
-            return;
-        }
-        if let Some(d) = r.decision {
-            *self
-                .decisions
-                .entry(format!("{d:?}").to_lowercase())
-                .or_default() += 1;
-        }
-        if let Some(p) = &r.provenance {
-            *self.provenance.entry(p.clone()).or_default() += 1;
-        }
-        if let Some(e) = &r.error {
-            let kind: String = e.split([' ', '(']).take(3).collect::<Vec<_>>().join(" ");
-            *self.errors.entry(kind).or_default() += 1;
-        }
-        self.fallbacks += usize::from(r.fell_back);
-        for w in &r.warnings {
-            let name = serde_json::to_value(w)
-                .ok()
-                .and_then(|v| v["warning"].as_str().map(str::to_string));
-            *self.warnings.entry(name.unwrap_or_default()).or_default() += 1;
-        }
-        if r.text.is_some() {
-            self.refined += 1;
-        } else {
-            self.dropped += 1;
-        }
-        self.prompt_tokens += r.tokens.prompt;
-        self.completion_tokens += r.tokens.completion;
-    }
-}
-
-/// The engine the flags name, made the way the refiner stage makes it from its settings.
-fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
+/// The refiner's settings the flags give, checked in the flags' own names.
+fn settings(args: &RefineArgs) -> anyhow::Result<RefineSettings> {
     let name = match args.engine {
         EngineName::Extract => "extract",
         EngineName::Candle => "candle",
         EngineName::Openai => "openai",
     };
-    // Said in the flags' own names before the settings' turn.
     match args.engine {
-        EngineName::Extract => return Ok(Engine::Extract),
+        EngineName::Extract => {}
         EngineName::Candle if args.model.is_none() => {
             bail!("--model PATH is needed with --engine candle")
         }
@@ -190,7 +127,7 @@ fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
         }
         _ => {}
     }
-    let settings = trawl_core::settings::RefineSettings {
+    Ok(RefineSettings {
         refine_engine: name.into(),
         refine_model: args.model.clone(),
         refine_endpoint: args.endpoint.clone(),
@@ -205,59 +142,7 @@ fn engine(args: &RefineArgs) -> anyhow::Result<Engine> {
         refine_retries: args.retries,
         refine_timeout_s: args.timeout_s,
         refine_max_html_bytes: args.max_html_bytes,
-    };
-    Ok(trawl_refiner::engine::build(&settings)?)
-}
-
-fn is_archive(p: &Path) -> bool {
-    let s = p.to_string_lossy().to_lowercase();
-    [".warc", ".warc.gz", ".arc", ".arc.gz"]
-        .iter()
-        .any(|x| s.ends_with(x))
-}
-
-fn is_html(p: &Path) -> bool {
-    let s = p.to_string_lossy().to_lowercase();
-    s.ends_with(".html") || s.ends_with(".htm")
-}
-
-/// The files behind the inputs: archives and HTML files, a crawl directory's WARC files.
-fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in inputs {
-        if p.is_dir() {
-            let dir = if p.join("warc").is_dir() {
-                p.join("warc")
-            } else {
-                p.clone()
-            };
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .with_context(|| format!("reading {}", dir.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| is_archive(f) || is_html(f))
-                .collect();
-            files.sort();
-            if files.is_empty() {
-                bail!("{}: no WARC, ARC or HTML files", dir.display());
-            }
-            out.extend(files);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            bail!("{}: no such file or directory", p.display());
-        }
-    }
-    Ok(out)
-}
-
-/// A response record's HTML, decoded to UTF-8, or `None`.
-fn html_of(rec: &trawl_corpus::archive::Record) -> Option<String> {
-    if rec.kind != "response" {
-        return None;
-    }
-    let (_, ct, body) = trawl_corpus::ingest::decoded_response(rec).ok()?;
-    trawl_corpus::ingest::looks_html(&ct, &body)
-        .then(|| trawl_body::decode_html(&body, Some(&ct)).0)
+    })
 }
 
 fn stdin_page(engine: &Engine, mode: Mode) -> anyhow::Result<()> {
@@ -270,49 +155,38 @@ fn stdin_page(engine: &Engine, mode: Mode) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `trawl refine`: one page from standard input to standard output, or the inputs into
+/// `--out` by the runtime's [`refine`].
 pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
-    let engine = engine(args)?;
+    let settings = settings(args)?;
     let mode = match args.reader {
         Reader::Trawl => Mode::Trawl,
         Reader::Python => Mode::Python,
     };
     if args.inputs.len() == 1 && args.inputs[0].as_os_str() == "-" {
-        stdin_page(&engine, mode)?;
+        stdin_page(&trawl_refiner::engine::build(&settings)?, mode)?;
         return Ok(RefineReport::default());
     }
-    let files = expand(&args.inputs)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    let workers = args
-        .concurrency
-        .unwrap_or(match args.engine {
-            EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
-            EngineName::Candle => 1,
-            EngineName::Openai => 8,
-        })
-        .max(1);
-    let report = RefineReport {
-        engine: engine.name(),
-        reader: format!("{:?}", args.reader).to_lowercase(),
-        inputs: files.len(),
-        ..RefineReport::default()
-    };
-    let mut out = pipeline::Output::create(args, report)?;
-    let side = Mutex::new(pipeline::Side::default());
-    pipeline::refine_in_order(
-        &pipeline::Work {
-            engine: &engine,
-            mode,
-            workers,
-            max_html: args.max_html_bytes,
-            limit: args.limit.unwrap_or(usize::MAX),
-        },
-        &files,
-        &side,
-        &mut out,
-    )?;
-    let side = side.into_inner().unwrap_or_else(|e| e.into_inner());
-    out.finish(side, &args.out)
+    let workers = args.concurrency.unwrap_or(match args.engine {
+        EngineName::Extract => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        EngineName::Candle => 1,
+        EngineName::Openai => 8,
+    });
+    refine(&RefinePlan {
+        inputs: args.inputs.clone(),
+        out: args.out.clone(),
+        settings,
+        mode,
+        workers,
+        dedup: args.dedup.then_some(NgramDedupPlan {
+            ngram: args.dedup_ngram,
+            threshold: args.dedup_threshold,
+            expected: args.dedup_expected_ngrams,
+        }),
+        training_pairs: args.training_pairs,
+        limit: args.limit,
+        progress: Arc::new(Progress::new()),
+    })
 }
 
 /// A spinner with the counts on a terminal, a log line every 10 s otherwise.
@@ -353,7 +227,9 @@ impl Progress {
             r.completion_tokens as f64 / s
         )
     }
+}
 
+impl RefineProgress for Progress {
     fn update(&self, r: &RefineReport, elapsed: Duration) {
         match &self.bar {
             Some(b) => b.set_message(Progress::line(r, elapsed)),

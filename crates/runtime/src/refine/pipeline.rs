@@ -1,4 +1,4 @@
-//! `trawl refine`'s threads: a reader feeding pages in input order, workers refining them,
+//! A refine run's threads: a reader feeding pages in input order, workers refining them,
 //! and the caller writing the rows back in input order. The reader may run at most a
 //! window ahead of the writer: a slow page holds every row after it in the reorder
 //! buffer, so that buffer is bounded too.
@@ -16,7 +16,7 @@ use trawl_refine::bff::NgramDedup;
 use trawl_refine::page::{Engine, Refined};
 use trawl_refine::program::Mode;
 
-use super::{Progress, RefineArgs, RefineReport, html_of, is_html};
+use super::{RefinePlan, RefineReport, html_of, is_html};
 
 /// Consecutive backend failures after which a run stops.
 const MAX_BACKEND_FAILURES: usize = 20;
@@ -250,34 +250,29 @@ pub(super) struct Output {
     report: RefineReport,
     /// Backend failures in a row.
     failing: usize,
-    progress: Progress,
+    progress: std::sync::Arc<dyn super::RefineProgress>,
     started: Instant,
 }
 
 impl Output {
-    pub(super) fn create(args: &RefineArgs, report: RefineReport) -> anyhow::Result<Output> {
+    pub(super) fn create(plan: &RefinePlan, report: RefineReport) -> anyhow::Result<Output> {
         let file = |name: &str| -> anyhow::Result<_> {
             Ok(std::io::BufWriter::new(std::fs::File::create(
-                args.out.join(name),
+                plan.out.join(name),
             )?))
         };
         Ok(Output {
             rows: file("refined.jsonl")?,
-            pairs: args
+            pairs: plan
                 .training_pairs
                 .then(|| file("training.jsonl"))
                 .transpose()?,
-            dedup: args.dedup.then(|| {
-                NgramDedup::new(
-                    args.dedup_ngram,
-                    args.dedup_threshold,
-                    args.dedup_expected_ngrams,
-                    0.01,
-                )
-            }),
+            dedup: plan
+                .dedup
+                .map(|d| NgramDedup::new(d.ngram, d.threshold, d.expected, 0.01)),
             report,
             failing: 0,
-            progress: Progress::new(),
+            progress: plan.progress.clone(),
             started: Instant::now(),
         })
     }
