@@ -23,16 +23,6 @@ pub struct CrawlIndexArgs {
     pub settings: IndexArgs,
 }
 
-impl CrawlIndexArgs {
-    pub fn options(&self, out: &Path) -> IndexOptions {
-        let dir = self
-            .index_uri
-            .clone()
-            .map_or_else(|| out.join("index"), PathBuf::from);
-        self.settings.options(&dir)
-    }
-}
-
 /// How pages are chunked, embedded and deduplicated (shared by `trawl crawl` and
 /// `trawl index`): the index section of the settings, and this process's model.
 #[derive(Debug, Clone, Args)]
