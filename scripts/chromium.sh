@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Debian's Chromium headless shell when no Chromium is on the machine: the
 # renderer (trawl-renderer, `--render auto|always`) drives it over the DevTools protocol,
-# and tests/render.rs renders pages with it. Prints the browser it found.
+# and tests/embedded/render.rs renders pages with it. Prints the browser it found.
 set -euo pipefail
 find_chromium() {
   for c in "${CHROME:-}" chromium-headless-shell chromium chromium-browser google-chrome; do

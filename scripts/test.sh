@@ -7,7 +7,7 @@
 # - Python helpers in .venv: warcio (WARC validation), pyarrow, lancedb (reads trawl's
 #   index), helm-python-sdk + kubernetes-validate (the Helm chart), jsonschema + the
 #   compose specification's schema, hadolint (Dockerfiles), firecrawl-py +
-#   langchain-firecrawl (the clients tests/api.rs drives `trawl serve` with);
+#   langchain-firecrawl (the clients tests/api/main.rs drives `trawl serve` with);
 # - mineru-webkit 0.1.6 in .venv-mineru (its own pins clash with the helpers'), the renderer
 #   ReScraper trained on: its rendering of the shared pages is made in the background while
 #   the workspace builds, and crates/refine/tests/parity.rs compares trawl's with it;
@@ -18,11 +18,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/services.sh
-# A Docker engine and the base image for the container tests (tests/containers.rs).
+# A Docker engine and the base image for the container tests (tests/deploy/containers.rs).
 ./scripts/docker.sh
 
 ./scripts/protoc.sh
-# Chromium for the renderer's tests (tests/render.rs): Debian's headless shell.
+# Chromium for the renderer's tests (tests/embedded/render.rs): Debian's headless shell.
 ./scripts/chromium.sh >/dev/null
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
