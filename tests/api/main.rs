@@ -13,27 +13,22 @@ use trawl_api::ServeConfig;
 use trawl_core::settings::{CrawlSettings, Settings};
 
 fn args(data: &Path, keys: &[&str]) -> ServeConfig {
+    let settings = Settings {
+        crawl: CrawlSettings {
+            allow_private: true,
+            delay_ms: 0,
+            timeout_s: 10,
+            ..CrawlSettings::default()
+        },
+        ..Settings::default()
+    };
     ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         data: data.to_path_buf(),
         api_keys: keys.iter().map(|k| k.to_string()).collect(),
-        max_jobs: 4,
         job_concurrency: 4,
-        max_requests_per_key: 32,
-        max_jobs_per_key: 8,
         max_request_bytes: 1 << 20,
-        map_pages: 10,
-        cluster: false,
-        cluster_crawl: "default".into(),
-        settings: Settings {
-            crawl: CrawlSettings {
-                allow_private: true,
-                delay_ms: 0,
-                timeout_s: 10,
-                ..CrawlSettings::default()
-            },
-            ..Settings::default()
-        },
+        ..ServeConfig::new(settings)
     }
 }
 

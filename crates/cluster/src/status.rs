@@ -27,8 +27,8 @@ pub struct StatusError {
     message: String,
 }
 
-fn failed(what: &'static str) -> impl Fn(&dyn Display) -> StatusError {
-    move |e| StatusError {
+fn failed(what: &'static str, e: impl Display) -> StatusError {
+    StatusError {
         what,
         message: e.to_string(),
     }
@@ -57,16 +57,16 @@ pub struct Status {
 async fn rechecked(c: &ClusterSettings, crawl: &str) -> Result<bool, StatusError> {
     let spec = crate::spec::get(&c.redis_url, crawl)
         .await
-        .map_err(|e| failed("reading the crawl's spec")(&e))?;
+        .map_err(|e| failed("reading the crawl's spec", e))?;
     Ok(match spec.and_then(|s| s.since) {
         Some(_) => {
             let history = RedisHistory::connect(&c.redis_url, crawl)
                 .await
-                .map_err(|e| failed("connecting to Redis")(&e))?;
+                .map_err(|e| failed("connecting to Redis", e))?;
             history
                 .checked()
                 .await
-                .map_err(|e| failed("reading the end-of-crawl check")(&e))?
+                .map_err(|e| failed("reading the end-of-crawl check", e))?
         }
         None => true,
     })
@@ -76,7 +76,7 @@ async fn rechecked(c: &ClusterSettings, crawl: &str) -> Result<bool, StatusError
 pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusError> {
     let client = service::nats(c)
         .await
-        .map_err(|e| failed("connecting to NATS")(&e))?;
+        .map_err(|e| failed("connecting to NATS", e))?;
     let stats = hop_stats(&client, c).await;
     let pending: BTreeMap<String, u64> = stats
         .iter()
@@ -87,22 +87,22 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusEr
     // the others still hold work. (A spec this version cannot read: the servers named.)
     let nodes = match crate::spec::get(&c.redis_url, crawl).await.ok().flatten() {
         Some(spec) => service::state_nodes_for(c, &spec)
-            .map_err(|e| failed("the crawl's state servers")(&e))?,
+            .map_err(|e| failed("the crawl's state servers", e))?,
         None => c.state_nodes(),
     };
-    let redis = failed("reading the crawl's state in Redis");
+    let redis = |e: trawl_core::CoreError| failed("reading the crawl's state in Redis", e);
     let state = RedisState::connect_sharded(&nodes, crawl, 1, 1, 1)
         .await
-        .map_err(|e| redis(&e))?;
-    let counters = state.counters().await.map_err(|e| redis(&e))?;
+        .map_err(redis)?;
+    let counters = state.counters().await.map_err(redis)?;
     let typed = Counters::from_map(&counters);
     let count = |k: Counter| typed.get(&k);
-    let queued_urls = state.queued().await.map_err(|e| redis(&e))?;
-    let host_claims = state.claims().await.map_err(|e| redis(&e))?;
+    let queued_urls = state.queued().await.map_err(redis)?;
+    let host_claims = state.claims().await.map_err(redis)?;
     // A dead-lettered page is done once the indexers have written its line.
     let dead_unwritten = crate::dead_pages::pending(&client, c, crawl)
         .await
-        .map_err(|e| failed("reading the dead-lettered pages")(&e))?;
+        .map_err(|e| failed("reading the dead-lettered pages", e))?;
     let idle = pending
         .iter()
         .all(|(hop, n)| *n == 0 || !Hop::from_name(hop).is_some_and(Hop::is_crawl_hop))
@@ -114,10 +114,10 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusEr
     let drained = idle && rechecked(c, crawl).await?;
     let ledger = RedisLedger::connect(&c.redis_url, crawl)
         .await
-        .map_err(|e| redis(&e))?
+        .map_err(redis)?
         .all()
         .await
-        .map_err(|e| redis(&e))?;
+        .map_err(redis)?;
     let archives = (!ledger.is_empty()).then(|| ArchivesSummary::of(&ledger, 100));
     Ok(Status {
         archives,

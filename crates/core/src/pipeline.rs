@@ -214,7 +214,7 @@ pub enum ErrorKind {
 ///
 /// It is no `std::error::Error` itself (that would make the blanket conversion overlap
 /// `From<T> for T`): it is `Display` (its message) and `Debug`, which `anyhow!` and
-/// `anyhow::Error::msg` take, and [`StageError::into_error`] gives the error back.
+/// `anyhow::Error::msg` take.
 #[derive(Debug)]
 pub struct StageError {
     kind: ErrorKind,
@@ -242,15 +242,6 @@ impl StageError {
 
     pub fn is_fatal(&self) -> bool {
         self.kind == ErrorKind::Fatal
-    }
-
-    /// The error it carries.
-    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.error
-    }
-
-    pub fn into_error(self) -> Box<dyn std::error::Error + Send + Sync> {
-        self.error
     }
 }
 

@@ -55,14 +55,6 @@ pub trait RefineProgress: Send + Sync {
     fn finish(&self);
 }
 
-/// Shows nothing.
-pub struct NoRefineProgress;
-
-impl RefineProgress for NoRefineProgress {
-    fn update(&self, _: &RefineReport, _: Duration) {}
-    fn finish(&self) {}
-}
-
 /// `refine-report.json`.
 #[derive(Debug, Default, Serialize)]
 pub struct RefineReport {
