@@ -14,6 +14,7 @@
 # - llama-cpp-python's server in .venv-llama (the OpenAI-compatible client's test) and the
 #   SmolLM2 GGUF (scripts/fetch-smollm2.sh), for trawl-refine's model backends;
 # - the embedding model (scripts/fetch-model.sh, into the user's cache).
+# `--prepare` does all that and stops before the tests (CI prepares while it lints).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +65,9 @@ if [ ! -f "$ref" ]; then
 fi
 export TRAWL_REFINE_REFERENCE="$ref"
 ./scripts/fetch-model.sh
+if [ "${1:-}" = "--prepare" ]; then
+  exit 0
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 export TRAWL_REQUIRE_PY=1
 export TRAWL_REQUIRE_SERVICES=1

@@ -2,23 +2,16 @@
 //! seeds on the `discovered` hop), `trawl status` shows each hop's lag and the crawl's
 //! counts, `trawl dlq` lists and replays dead letters.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use anyhow::{Context, bail};
-use trawl_cluster::jetstream::{JetStreamQueue, QueueConfig, dead_letters};
-use trawl_cluster::redis_archives::RedisLedger;
-use trawl_cluster::service;
+use anyhow::bail;
+use trawl_cluster::dlq;
 use trawl_cluster::status::Status;
-use trawl_core::archives::{ArchiveLedger, ArchiveProgress, ArchiveStage, ArchivesSummary};
-use trawl_core::pipeline::{Hop, Stage};
-use trawl_core::queue::Queue;
-use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings, redact_url};
+use trawl_cluster::submit::{Submit, wait_drained};
+use trawl_core::settings::{ClusterSettings, CrawlSettings, IndexSettings};
 use trawl_core::spec::CrawlSpec;
-use trawl_core::{ArchiveJob, Discovered, MESSAGE_VERSION};
+use trawl_ingester::archive_list;
+use trawl_runtime::Targets;
 
 use crate::options::TargetArgs;
-use trawl_runtime::Targets;
 
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
@@ -146,16 +139,6 @@ pub struct DlqArgs {
 
 fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
     args.refused.check()?;
-    if args.settings.boilerplate_min_pages > 0 {
-        bail!(
-            "--boilerplate-min-pages (boilerplate_min_pages: {} from the flag, file or \
-             environment) has no meaning for a crawl on the cluster: it needs every page of a \
-             host to pass one extractor, and the cluster's extractors each see part",
-            args.settings.boilerplate_min_pages
-        );
-    }
-    args.settings.validate()?;
-    trawl_cluster::redis_shards::check_crawl_id(&args.crawl).map_err(anyhow::Error::msg)?;
     let targets = Targets::from(args.targets.clone());
     let start = if args.archives.is_empty() {
         targets.resolve(&args.settings.normalizer())?.1
@@ -168,7 +151,7 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         }
         Vec::new()
     };
-    Ok(CrawlSpec {
+    let spec = CrawlSpec {
         crawl: args.crawl.clone(),
         start: start.iter().map(|(u, k)| (u.to_string(), *k)).collect(),
         settings: args.settings.clone(),
@@ -176,239 +159,47 @@ fn spec_from(args: &SubmitArgs) -> anyhow::Result<CrawlSpec> {
         since: args.since.clone(),
         due_only: args.due_only,
         state_shards: args.cluster.state_nodes().len() as u32,
-    })
+    };
+    trawl_cluster::submit::check(&spec)?;
+    Ok(spec)
 }
 
 pub async fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let spec = spec_from(args)?;
     // The lists are read before anything is stored: a list that cannot be read stops here.
-    let sources =
-        crate::archive_list::archives(&args.archives, args.archive_base.as_deref()).await?;
+    let archives = archive_list::archives(&args.archives, args.archive_base.as_deref()).await?;
+    let how = Submit {
+        replace: args.replace,
+        archives,
+    };
     let c = &args.cluster;
-    let client = service::nats(c).await.map_err(anyhow::Error::msg)?;
-    if let Some(since) = &spec.since {
-        check_baseline(c, &spec.crawl, since).await?;
-    }
-    // A crawl keeps its state's servers for life, --replace or not: its hosts would be
-    // looked for on other shards than the ones they are queued on.
-    // A spec this version cannot read is handled below (running: refused; drained or
-    // --replace: replaced).
-    let old = trawl_cluster::spec::get(&c.redis_url, &spec.crawl).await;
-    if let Ok(Some(old)) = old.as_ref()
-        && old.state_shards != spec.state_shards
-    {
-        bail!(
-            "crawl {:?} keeps its per-host state on {} Redis server(s); this submit names {} \
-             (TRAWL_REDIS_STATE_URLS): submit under another --crawl id",
-            args.crawl,
-            old.state_shards,
-            spec.state_shards
+    let done = trawl_cluster::submit::submit(c, &spec, &how).await?;
+    if !how.archives.is_empty() {
+        eprintln!(
+            "{} archives queued for the ingesters ({} submitted before, left as they are)",
+            done.archives_queued, done.archives_known
         );
-    }
-    let put = |replace| trawl_cluster::spec::put(&c.redis_url, &spec, replace);
-    if !put(args.replace).await.map_err(anyhow::Error::msg)? {
-        // A crawl with this id exists. A running one keeps its spec unless --replace says
-        // so; a drained one takes the new spec and seeds (its seen-set stays: only URLs it
-        // has not crawled yet are fetched).
-        let s = status(c, &args.crawl).await?;
-        if !s.drained {
-            bail!(
-                "crawl {:?} is running ({} URLs queued for it, {} host slots held, {} messages \
-                 pending on the hops of {:?}): wait for it, submit under another --crawl id, or \
-                 give --replace",
-                args.crawl,
-                s.queued_urls,
-                s.host_claims,
-                s.pending.values().sum::<u64>(),
-                c.queue_prefix
-            );
-        }
-        put(true).await.map_err(anyhow::Error::msg)?;
-    }
-    // Running services restart under a replaced spec: the seeds wait until none of them
-    // still runs another (they would be admitted under its scope and budgets).
-    trawl_cluster::spec_watch::wait_taken(
-        &c.redis_url,
-        &spec.crawl,
-        &spec,
-        Duration::from_secs(180),
-    )
-    .await
-    .map_err(anyhow::Error::msg)?;
-    if args.archives.is_empty() {
-        let discovered: Arc<JetStreamQueue<Discovered>> =
-            service::queue(&client, c, Hop::Discovered)
-                .await
-                .map_err(anyhow::Error::msg)?;
-        discovered.publish(spec.seeds_message()).await?;
-    } else {
-        submit_archives(&client, c, &spec.crawl, &sources).await?;
     }
     println!("{}", spec.crawl);
-    if args.wait {
-        let s = wait_drained(c, &args.crawl, args.wait_timeout).await?;
-        let failed = s
-            .archives
-            .as_ref()
-            .and_then(|a| a.stages.get("failed").copied())
-            .unwrap_or(0);
-        if failed > 0 {
-            bail!(
-                "{failed} archives failed on every try (their reasons: `trawl status {}`, \
-                 `trawl dlq list ingester`)",
-                args.crawl
-            );
-        }
+    if !args.wait {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// One job per archive not known to the crawl's ledger yet (or failed before: submitting
-/// again retries it); the ledger entry is written before the job, so `trawl status`
-/// counts it from the start.
-async fn submit_archives(
-    client: &async_nats::Client,
-    c: &ClusterSettings,
-    crawl: &str,
-    sources: &[String],
-) -> anyhow::Result<()> {
-    let ledger = RedisLedger::connect(&c.redis_url, crawl).await?;
-    let jobs: Arc<JetStreamQueue<ArchiveJob>> = service::queue(client, c, Hop::Archives)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let (mut queued, mut known) = (0, 0);
-    for source in sources {
-        if !ledger.add(&ArchiveProgress::queued(source)).await? {
-            match ledger.get(source).await? {
-                // Tried again from where it stopped: the records through stay through.
-                Some(mut p) if p.stage == ArchiveStage::Failed => {
-                    p.stage = ArchiveStage::Queued;
-                    p.failures = 0;
-                    p.error = None;
-                    ledger.put(&p).await?;
-                }
-                _ => {
-                    known += 1;
-                    continue;
-                }
-            }
-        }
-        jobs.publish(ArchiveJob {
-            v: MESSAGE_VERSION,
-            crawl: crawl.to_string(),
-            source: source.clone(),
-        })
-        .await?;
-        queued += 1;
-    }
-    eprintln!(
-        "{queued} archives queued for the ingesters ({known} submitted before, left as they are)"
-    );
-    Ok(())
-}
-
-/// A re-crawl's earlier crawl must be another one, known to this Redis, and drained (a
-/// crawl still running is no baseline: the pages it has not written yet would be "new").
-async fn check_baseline(c: &ClusterSettings, crawl: &str, since: &str) -> anyhow::Result<()> {
-    if since == crawl {
-        bail!("--since {since:?} names this crawl: a re-crawl needs a new --crawl id");
-    }
-    if trawl_cluster::spec::get(&c.redis_url, since)
-        .await
-        .map_err(anyhow::Error::msg)?
-        .is_none()
-    {
+    let s = wait_drained(c, &args.crawl, args.wait_timeout, &mut |s| {
+        eprintln!("{}", s.progress_line())
+    })
+    .await?;
+    println!("{}", serde_json::to_string_pretty(&s)?);
+    let failed = s.archives_failed();
+    if failed > 0 {
         bail!(
-            "--since {since:?}: no crawl of that id in {}",
-            redact_url(&c.redis_url)
-        );
-    }
-    let s = status(c, since).await?;
-    if !s.drained {
-        bail!(
-            "--since {since:?} is still running ({} URLs queued, {} host slots held): wait \
-             for it to drain",
-            s.queued_urls,
-            s.host_claims
+            "{failed} archives failed on every try (their reasons: `trawl status {}`, \
+             `trawl dlq list ingester`)",
+            args.crawl
         );
     }
     Ok(())
 }
 
-/// Polls the crawl's status until it has been drained four times in a row, then prints it.
-async fn wait_drained(c: &ClusterSettings, crawl: &str, timeout_s: u64) -> anyhow::Result<Status> {
-    let mut quiet = 0;
-    let mut last = std::time::Instant::now();
-    let started = std::time::Instant::now();
-    // Where a crawl that never drains is stuck: the last status read, hop by hop.
-    let mut seen: Option<Status> = None;
-    loop {
-        if timeout_s > 0 && started.elapsed() > Duration::from_secs(timeout_s) {
-            let Some(s) = seen else {
-                bail!("the crawl did not drain in {timeout_s} s (no status could be read)");
-            };
-            bail!(
-                "the crawl did not drain in {timeout_s} s: {} URLs queued, {} host slots held, \
-                 {} pages fetched, {} indexed, {} dead letters; messages pending by hop: {}",
-                s.queued_urls,
-                s.host_claims,
-                s.pages_fetched,
-                s.pages_indexed,
-                s.dead_letters,
-                pending_by_hop(&s)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let s = match status(c, crawl).await {
-            Ok(s) => s,
-            // NATS or Redis briefly away: keep waiting.
-            Err(e) => {
-                tracing::warn!("status: {e:#}");
-                quiet = 0;
-                continue;
-            }
-        };
-        quiet = if s.drained { quiet + 1 } else { 0 };
-        if quiet >= 4 {
-            println!("{}", serde_json::to_string_pretty(&s)?);
-            return Ok(s);
-        }
-        if last.elapsed() >= Duration::from_secs(2) {
-            last = std::time::Instant::now();
-            let archives = s.archives.as_ref().map_or(String::new(), |a| {
-                format!(
-                    ", archives {} of {} done",
-                    a.stages.get("done").copied().unwrap_or(0),
-                    a.total
-                )
-            });
-            eprintln!(
-                "{} pages indexed, {} URLs queued, {} messages pending{archives}",
-                s.pages_indexed,
-                s.queued_urls,
-                s.pending.values().sum::<u64>()
-            );
-        }
-        seen = Some(s);
-    }
-}
-
-/// `hop n, ...` for the hops with messages pending, or `none`.
-fn pending_by_hop(s: &Status) -> String {
-    let hops: Vec<String> = s
-        .pending
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(hop, n)| format!("{hop} {n}"))
-        .collect();
-    if hops.is_empty() {
-        "none".into()
-    } else {
-        hops.join(", ")
-    }
-}
-
-/// Whether the crawl needs no end-of-crawl check (not a re-crawl) or has run it.
 /// The crawl as the cluster holds it now.
 pub async fn status(c: &ClusterSettings, crawl: &str) -> anyhow::Result<Status> {
     Ok(trawl_cluster::status::status(c, crawl).await?)
@@ -418,117 +209,25 @@ pub async fn print_status(args: &StatusArgs) -> anyhow::Result<()> {
     let s = status(&args.cluster, &args.crawl).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
-        return Ok(());
-    }
-    println!(
-        "crawl {} ({})",
-        s.crawl,
-        if s.drained { "drained" } else { "running" }
-    );
-    for (hop, n) in &s.pending {
-        println!("  {hop:<11} {n} pending");
-    }
-    println!(
-        "  {} URLs queued, {} host slots held, {} pages fetched, {} indexed, {} duplicates, {} dead letters",
-        s.queued_urls,
-        s.host_claims,
-        s.pages_fetched,
-        s.pages_indexed,
-        s.duplicates,
-        s.dead_letters
-    );
-    if let Some(a) = &s.archives {
-        print_archives(a);
+    } else {
+        print!("{s}");
     }
     Ok(())
 }
 
-fn print_archives(a: &ArchivesSummary) {
-    let stages: Vec<String> = a.stages.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    println!(
-        "  archives: {} ({}); {} records read, {} documents, {} duplicates, {} malformed",
-        a.total,
-        stages.join(", "),
-        a.records,
-        a.documents,
-        a.duplicates,
-        a.malformed
-    );
-    for p in &a.unfinished {
-        let stage = p.stage.name();
-        let why = p
-            .error
-            .as_deref()
-            .map_or(String::new(), |e| format!(": {e}"));
-        println!(
-            "    {stage:<8} {} (try {}, {} records, {} documents){why}",
-            p.source,
-            p.attempts,
-            p.records_read(),
-            p.documents
-        );
-    }
-}
-
-/// The hop a stage consumes, by the stage's name or the hop's.
-fn hop_of(stage: &str) -> anyhow::Result<Hop> {
-    Stage::from_name(stage)
-        .map(Stage::consumes)
-        .or_else(|| Hop::from_name(stage))
-        .with_context(|| {
-            format!(
-                "unknown stage {stage:?}: ingester, frontier, fetcher, extractor, renderer, \
-                 indexer, refiner or notifier"
-            )
-        })
-}
-
-/// A dead letter as it goes back on its hop. A fetch job leaves its host claim behind
-/// (released when it was dead-lettered): without one, the fetcher puts it in its host's
-/// queue to be claimed anew.
-fn replayable(hop: Hop, payload: &str) -> Vec<u8> {
-    if hop == Hop::Fetch
-        && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(payload)
-        && let Some(job) = v.as_object_mut()
-    {
-        job.remove("claim");
-        return serde_json::to_vec(&v).unwrap_or_else(|_| payload.as_bytes().to_vec());
-    }
-    payload.as_bytes().to_vec()
-}
-
 pub async fn dlq(args: &DlqArgs) -> anyhow::Result<()> {
-    let hop = hop_of(&args.stage)?;
-    let client = service::nats(&args.cluster)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let q = QueueConfig::from_settings(&args.cluster, hop);
-    let letters = dead_letters(&client, &q, args.limit).await?;
+    let hop = dlq::hop_of(&args.stage)?;
     match args.action {
         DlqAction::List => {
+            let letters = dlq::list(&args.cluster, hop, args.limit).await?;
             for d in &letters {
                 println!("{}", serde_json::to_string(d)?);
             }
             eprintln!("{} dead letters on {hop}", letters.len());
         }
         DlqAction::Replay => {
-            let js = async_nats::jetstream::new(client.clone());
-            let dl = js
-                .get_stream(&q.dead_letter_stream)
-                .await
-                .context("dead-letter stream")?;
-            for d in &letters {
-                let payload = replayable(hop, &d.payload);
-                // Back on the hop first, then out of the dead letters: never lost in between.
-                js.publish(q.subject.clone(), payload.into())
-                    .await?
-                    .await
-                    .context("republishing")?;
-                dl.delete_message(d.seq)
-                    .await
-                    .context("removing the dead letter")?;
-            }
-            eprintln!("{} dead letters replayed onto {}", letters.len(), q.subject);
+            let (n, subject) = dlq::replay(&args.cluster, hop, args.limit).await?;
+            eprintln!("{n} dead letters replayed onto {subject}");
         }
     }
     Ok(())

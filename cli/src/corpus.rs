@@ -1,15 +1,15 @@
 //! `trawl ingest` (web archives through the pipeline) and `trawl export` (a training corpus
 //! from `pages.jsonl`).
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use trawl_core::settings::ProcessSettings;
-use trawl_corpus::export::{ExportOptions, Format, Row};
-use trawl_corpus::ingest::{IngestOptions, IngestReport, is_url};
+use trawl_corpus::export::{ExportOptions, Format};
+use trawl_corpus::ingest::{IngestOptions, IngestReport};
 use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules};
-use trawl_index::dataset::{ChunkExport, PageMeta};
+use trawl_runtime::export::ExportPlan;
+use trawl_runtime::ingest::IngestPlan;
 
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
@@ -165,7 +165,7 @@ pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
         (0.0..=1.0).contains(&args.minhash_threshold),
         "--minhash-threshold must be between 0 and 1"
     );
-    let opts = ExportOptions {
+    let options = ExportOptions {
         from: args.from.clone(),
         out: args.out.clone(),
         format: match args.format {
@@ -180,129 +180,18 @@ pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
         keep_duplicates: args.keep_duplicates,
         paragraph_dedup: args.paragraph_dedup,
     };
-    // An index given as FROM: its chunks, every one (no pages to filter), to OUT.
-    if is_index(&args.from) {
-        anyhow::ensure!(
-            args.format == ExportFormat::Parquet && args.chunks.is_none(),
-            "{} is an index: its chunks are written to --out with --format parquet (--chunks is for a crawl directory)",
-            args.from.display()
-        );
-        let r = export_chunks(&args.from, &args.out, None).await?;
-        eprintln!(
-            "exported {} chunks of {} pages to {}",
-            r.chunks,
-            r.pages,
-            args.out.display()
-        );
-        return Ok(());
-    }
-    let collect = args.chunks.is_some();
-    let (mut r, kept) = tokio::task::spawn_blocking(move || {
-        let mut kept = HashMap::new();
-        let r = trawl_corpus::export::export_with(&opts, &mut |row| {
-            if collect {
-                kept.insert(row.url.clone(), page_meta(row));
-            }
-        });
-        r.map(|r| (r, kept))
-    })
-    .await?
-    .context("export")?;
-    eprintln!(
-        "exported {} of {} documents ({} of {} tokens) to {} in {:.1}s; report: {}.report.md",
-        r.documents_out,
-        r.documents_in,
-        r.tokens_out,
-        r.tokens_in,
-        args.out.display(),
-        r.elapsed_s,
-        args.out.display()
-    );
-    if let Some(chunks) = &args.chunks {
-        let index = args
-            .index
-            .clone()
-            .unwrap_or_else(|| args.from.join("index"));
-        let c = export_chunks(&index, chunks, Some(&kept)).await?;
-        eprintln!(
-            "exported {} chunks of {} pages to {} ({} chunks of dropped pages left out)",
-            c.chunks,
-            c.pages,
-            chunks.display(),
-            c.chunks_skipped
-        );
-        r.chunks = Some(serde_json::to_value(&c)?);
-        trawl_corpus::export::write_report(&args.out, &r)?;
-    }
+    let plan = ExportPlan {
+        options,
+        chunks: args.chunks.clone(),
+        index: args.index.clone(),
+    };
+    let done = trawl_runtime::export::export(plan).await?;
+    eprintln!("{}", done.summary(&args.out, args.chunks.as_deref()));
     Ok(())
 }
 
-/// Whether `dir` is a LanceDB index (its `chunks` table) rather than a crawl directory.
-fn is_index(dir: &Path) -> bool {
-    dir.join(format!("{}.lance", trawl_index::store::CHUNKS))
-        .is_dir()
-}
-
-fn page_meta(row: &Row) -> PageMeta {
-    PageMeta {
-        page_id: row.id.clone(),
-        language: row.language.clone(),
-        source: row.source.clone(),
-        source_record_id: row.source_record_id.clone(),
-    }
-}
-
-async fn export_chunks(
-    index: &Path,
-    out: &Path,
-    pages: Option<&HashMap<String, PageMeta>>,
-) -> anyhow::Result<ChunkExport> {
-    let store = trawl_index::Store::open_existing(&index.display().to_string()).await?;
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    trawl_index::dataset::export_chunks(&store, out, pages, trawl_index::dataset::ROW_GROUP)
-        .await
-        .with_context(|| format!("exporting the chunks of {}", index.display()))
-}
-
-/// Downloads a remote archive into `dir`, streaming; returns the local path.
-async fn download(url: &str, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
-    use tokio::io::AsyncWriteExt;
-    let name = url
-        .rsplit('/')
-        .next()
-        .filter(|n| !n.is_empty())
-        .unwrap_or("archive.warc.gz");
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join(name);
-    let mut resp = reqwest::get(url)
-        .await
-        .with_context(|| format!("fetching {url}"))?
-        .error_for_status()
-        .with_context(|| format!("fetching {url}"))?;
-    let mut f = tokio::fs::File::create(&path).await?;
-    while let Some(chunk) = resp.chunk().await? {
-        f.write_all(&chunk).await?;
-    }
-    f.flush().await?;
-    Ok(path)
-}
-
 pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
-    let mut paths = Vec::new();
-    for input in &args.inputs {
-        if is_url(input) {
-            let p = download(input, &args.out.join("downloads")).await?;
-            tracing::info!("downloaded {input} to {}", p.display());
-            paths.push(p);
-        } else {
-            let p = PathBuf::from(input);
-            anyhow::ensure!(p.exists(), "{input}: no such file");
-            paths.push(p);
-        }
-    }
-    let opts = IngestOptions {
+    let options = IngestOptions {
         out: args.out.clone(),
         dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
         gate_in_memory: args
@@ -313,16 +202,9 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
     };
-    let report = tokio::task::spawn_blocking(move || {
-        trawl_corpus::ingest::ingest(&paths, &opts, |p| {
-            tracing::info!(
-                "{} records read, {} documents, {} malformed",
-                p.records,
-                p.documents,
-                p.malformed
-            )
-        })
+    trawl_runtime::ingest::ingest(IngestPlan {
+        inputs: args.inputs.clone(),
+        options,
     })
-    .await??;
-    Ok(report)
+    .await
 }

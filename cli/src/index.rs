@@ -1,14 +1,13 @@
 //! The knowledge base from the command line: the index options `trawl crawl` shares,
 //! `trawl index` (index an existing `pages.jsonl`) and `trawl search`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::Args;
-use trawl_core::PageRecord;
 use trawl_core::settings::IndexSettings;
-use trawl_index::{IndexOptions, IndexStats, Indexer, Mode};
+use trawl_index::{IndexOptions, IndexStats, Mode};
+use trawl_runtime::search::SearchQuery;
 
 /// Where and whether `trawl crawl` indexes.
 #[derive(Debug, Clone, Args)]
@@ -75,58 +74,17 @@ pub struct IndexCmdArgs {
 }
 
 pub async fn index_pages(args: &IndexCmdArgs) -> anyhow::Result<IndexStats> {
-    let mut ix = Indexer::open(args.index.options(&args.index_dir)).await?;
-    let started = std::time::Instant::now();
-    let mut last = started;
-    for input in &args.inputs {
-        let reader: Box<dyn BufRead> = if input == "-" {
-            Box::new(std::io::BufReader::new(std::io::stdin()))
-        } else {
-            Box::new(std::io::BufReader::new(
-                std::fs::File::open(input).with_context(|| format!("opening {input}"))?,
-            ))
-        };
-        for (n, line) in reader.lines().enumerate() {
-            let line = line.with_context(|| format!("reading {input}"))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let page: PageRecord = serde_json::from_str(&line)
-                .with_context(|| format!("{input}:{}: not a page record", n + 1))?;
-            ix.add_page(&page).await?;
-            if last.elapsed().as_secs() >= 5 {
-                let s = ix.stats();
-                eprintln!(
-                    "indexing: {} pages, {} chunks, {} aliases, {:.0} chunks/s",
-                    s.pages,
-                    s.chunks,
-                    s.aliases_exact + s.aliases_near,
-                    s.chunks as f64 / started.elapsed().as_secs_f64()
-                );
-                last = std::time::Instant::now();
-            }
-        }
-    }
-    Ok(ix.finish().await?)
-}
-
-pub fn print_stats(s: &IndexStats, dir: &str) {
-    eprintln!(
-        "index: {} pages ({} replaced), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
-        s.pages,
-        s.pages_replaced,
-        s.chunks,
-        s.aliases_exact + s.aliases_near,
-        s.aliases_exact,
-        s.aliases_near,
-        s.embed_seconds,
-        if s.indexes_built.is_empty() {
-            "no search indexes".to_string()
-        } else {
-            format!("search indexes: {}", s.indexes_built.join(", "))
-        },
-        dir
-    );
+    let options = args.index.options(&args.index_dir);
+    trawl_runtime::index_files::index_files(options, &args.inputs, &mut |s, elapsed| {
+        eprintln!(
+            "indexing: {} pages, {} chunks, {} aliases, {:.0} chunks/s",
+            s.pages,
+            s.chunks,
+            s.aliases_exact + s.aliases_near,
+            s.chunks as f64 / elapsed.as_secs_f64()
+        );
+    })
+    .await
 }
 
 /// `trawl search`.
@@ -152,43 +110,18 @@ pub struct SearchArgs {
 }
 
 pub async fn search(args: &SearchArgs, out: &mut dyn Write) -> anyhow::Result<usize> {
-    let uri = args.index.to_string_lossy().to_string();
-    if !uri.contains("://") && !args.index.is_dir() {
-        anyhow::bail!(
-            "no index at {uri}: crawl first (`trawl crawl URL --out DIR` writes DIR/index) or pass --index"
-        );
-    }
-    let store = trawl_index::Store::open_existing(&uri).await?;
-    // A crawl still computing vectors keeps a full-text preview of every page it wrote.
-    let preview = trawl_index::preview::open(&uri).await?;
-    if preview.is_some() && args.mode != Mode::Vector {
-        eprintln!(
-            "note: the index is still computing vectors: full-text results come from its \
-             preview (every page written so far), vector results from the pages embedded so far"
-        );
-    }
-    // A text-only index (or --mode text) needs no model; hybrid on such an index falls
-    // back to text with a note.
-    let mut mode = args.mode;
-    if store.dim().is_none() && mode == Mode::Hybrid {
-        eprintln!("note: this index has no vectors (built with --no-embed): text search only");
-        mode = Mode::Text;
-    }
-    let embedder = if mode == Mode::Text {
-        None
-    } else {
-        let dir = trawl_index::model::resolve_dir(args.model_dir.as_deref());
-        Some(tokio::task::spawn_blocking(move || trawl_index::Embedder::load(&dir)).await??)
-    };
-    let hits = trawl_index::search_with_preview(
-        &store,
-        preview.as_ref(),
-        embedder.as_ref(),
-        &args.query,
-        args.k,
-        mode,
-    )
+    let found = trawl_runtime::search::search(&SearchQuery {
+        index: args.index.clone(),
+        query: args.query.clone(),
+        k: args.k,
+        mode: args.mode,
+        model_dir: args.model_dir.clone(),
+    })
     .await?;
+    for note in &found.notes {
+        eprintln!("note: {note}");
+    }
+    let hits = found.hits;
     for (i, h) in hits.iter().enumerate() {
         if args.json {
             serde_json::to_writer(&mut *out, h)?;

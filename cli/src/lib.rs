@@ -2,7 +2,6 @@
 //! progress display, and the commands not yet in libraries of their own. The crawl itself
 //! is `trawl-runtime`'s. The binary in `main.rs` is a thin command-line front.
 
-pub mod archive_list;
 pub mod cluster;
 pub mod corpus;
 pub mod extract;

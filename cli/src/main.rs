@@ -190,7 +190,7 @@ fn run(command: Command, settings: &Settings) -> anyhow::Result<ExitCode> {
         }
         Command::Index(args) => block_on(async move {
             let s = trawl::index::index_pages(&args).await?;
-            trawl::index::print_stats(&s, &args.index_dir.to_string_lossy());
+            eprintln!("{}", s.summary(&args.index_dir.to_string_lossy()));
             Ok(())
         }),
     }
@@ -198,29 +198,7 @@ fn run(command: Command, settings: &Settings) -> anyhow::Result<ExitCode> {
 
 fn crawl(plan: trawl::CrawlPlan) -> anyhow::Result<ExitCode> {
     let (report, out) = runtime()?.block_on(trawl::crawl(plan))?;
-    if report.interrupted {
-        eprintln!("interrupted: the outputs hold what was done before the stop");
-    }
-    eprintln!(
-        "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
-        report.pages,
-        report.crawl_s,
-        report.pages_per_s,
-        report.robots_blocked,
-        report.out_of_scope,
-        report.errors.values().sum::<i64>()
-    );
-    if let (Some(ix), Some(dir)) = (&report.index, &out.index) {
-        trawl::index::print_stats(ix, &dir.to_string_lossy());
-        eprintln!("index: done {:.1}s after the crawl", report.index_s);
-    }
-    eprintln!(
-        "outputs: {} , {} , {} WARC file(s) in {}",
-        out.pages.display(),
-        out.report.display(),
-        out.warc_files.len(),
-        out.dir.join("warc").display()
-    );
+    eprintln!("{}", report.summary(&out));
     // 130: the shell's code for a stop by SIGINT, so scripts can tell.
     Ok(if report.interrupted {
         ExitCode::from(130)
@@ -231,23 +209,7 @@ fn crawl(plan: trawl::CrawlPlan) -> anyhow::Result<ExitCode> {
 
 fn ingest(args: &trawl::corpus::IngestArgs) -> anyhow::Result<ExitCode> {
     let r = runtime()?.block_on(trawl::corpus::ingest(args))?;
-    eprintln!(
-        "ingested {} files: {} records, {} documents ({} exact and {} near copies), {} skipped, {} malformed, in {:.1}s ({:.0} documents/s)",
-        r.files,
-        r.records.values().sum::<u64>(),
-        r.documents,
-        r.duplicates_exact,
-        r.duplicates_near,
-        r.skipped.values().sum::<u64>(),
-        r.malformed,
-        r.elapsed_s,
-        r.documents_per_s
-    );
-    eprintln!(
-        "outputs: {} , {}",
-        args.out.join("pages.jsonl").display(),
-        args.out.join("report.json").display()
-    );
+    eprintln!("{}", r.summary(&args.out));
     Ok(ExitCode::SUCCESS)
 }
 

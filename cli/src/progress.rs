@@ -139,3 +139,14 @@ impl trawl_runtime::ProgressSink for Progress {
         }
     }
 }
+
+/// `trawl refine`'s counts, on the same line or log as a crawl's.
+impl trawl_runtime::refine::RefineProgress for Progress {
+    fn update(&self, r: &trawl_runtime::refine::RefineReport, elapsed: Duration) {
+        self.show(Some(r.progress_line(elapsed)), None);
+    }
+
+    fn finish(&self) {
+        trawl_runtime::ProgressSink::finish(self);
+    }
+}

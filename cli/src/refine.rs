@@ -3,11 +3,9 @@
 //! trawl's extractor (`--engine extract`, no model) or a model (`candle`, in process;
 //! `openai`, any OpenAI-compatible server), executed, written as JSON Lines with a report.
 
-use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::bail;
 use trawl_core::settings::RefineSettings;
@@ -185,92 +183,11 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
         }),
         training_pairs: args.training_pairs,
         limit: args.limit,
-        progress: Arc::new(Progress::new()),
+        progress: Arc::new(crate::progress::Progress::new("auto")),
     })
-}
-
-/// A spinner with the counts on a terminal, a log line every 10 s otherwise.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    last: Mutex<Instant>,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-            );
-            b.enable_steady_tick(Duration::from_millis(120));
-            b
-        });
-        Progress {
-            bar,
-            last: Mutex::new(Instant::now()),
-        }
-    }
-
-    fn line(r: &RefineReport, elapsed: Duration) -> String {
-        let s = elapsed.as_secs_f64().max(1e-9);
-        let skipped: usize = r.skipped.values().sum();
-        format!(
-            "{} pages · {:.1} pages/s · {} refined · {} dropped · {} skipped · {} fallbacks · {} tokens out ({:.0}/s)",
-            r.pages,
-            r.pages as f64 / s,
-            r.refined,
-            r.dropped,
-            skipped,
-            r.fallbacks,
-            r.completion_tokens,
-            r.completion_tokens as f64 / s
-        )
-    }
-}
-
-impl RefineProgress for Progress {
-    fn update(&self, r: &RefineReport, elapsed: Duration) {
-        match &self.bar {
-            Some(b) => b.set_message(Progress::line(r, elapsed)),
-            None => {
-                if let Ok(mut last) = self.last.lock()
-                    && last.elapsed() >= Duration::from_secs(10)
-                {
-                    *last = Instant::now();
-                    tracing::info!("{}", Progress::line(r, elapsed));
-                }
-            }
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
 }
 
 /// The counts a run printed at the end.
 pub fn summary(r: &RefineReport, out: &Path) -> String {
-    let counts = |m: &BTreeMap<String, usize>| {
-        m.iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    format!(
-        "refined {} of {} pages in {:.1}s ({:.1} pages/s) with {}: decisions [{}], skipped [{}], {} fallbacks, {} near-copies dropped\noutputs: {} , {}",
-        r.refined,
-        r.pages,
-        r.elapsed_s,
-        r.pages_per_s,
-        r.engine,
-        counts(&r.decisions),
-        counts(&r.skipped),
-        r.fallbacks,
-        r.duplicates,
-        out.join("refined.jsonl").display(),
-        out.join("refine-report.json").display()
-    )
+    r.summary(out)
 }

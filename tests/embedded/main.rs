@@ -2,6 +2,7 @@
 //! whole stack links once.
 
 mod bad_input;
+mod cli;
 mod corpus;
 mod crawl_site;
 mod dedup;

@@ -173,4 +173,4 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
 pub mod api_site;
 pub mod changing;
 pub mod services;
-mod stale;
+pub mod stale;

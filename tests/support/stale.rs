@@ -28,7 +28,7 @@ pub fn newer_source(binary: &Path, name: &str) -> Option<PathBuf> {
     newer_than(&dirs, built)
 }
 
-fn newer_than(dirs: &[PathBuf], built: SystemTime) -> Option<PathBuf> {
+pub fn newer_than(dirs: &[PathBuf], built: SystemTime) -> Option<PathBuf> {
     dirs.iter()
         .flat_map(|d| sources(d))
         .find(|(_, m)| *m > built)
@@ -78,7 +78,7 @@ fn bin_packages() -> Option<&'static HashMap<String, String>> {
 
 /// The directories of the workspace packages binary `name` is built from: its package and
 /// the path dependencies below it, normal and build (`cargo tree` prints their paths).
-fn package_dirs(name: &str) -> Option<Vec<PathBuf>> {
+pub fn package_dirs(name: &str) -> Option<Vec<PathBuf>> {
     let package = bin_packages()?.get(name)?;
     let tree = cargo(&[
         "tree",
@@ -131,35 +131,4 @@ fn sources(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
 
 fn modified(p: &Path) -> Option<SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The fetcher's binary is built from the fetcher's stage library and trawl-core, and
-    /// not from the index crate.
-    #[test]
-    fn a_binary_is_built_from_its_packages_and_their_dependencies() {
-        let dirs = package_dirs("trawl-fetcher").expect("cargo metadata answers");
-        let ends = |s: &str| dirs.iter().any(|d| d.ends_with(s));
-        assert!(ends("services/bin/fetcher"), "{dirs:?}");
-        assert!(ends("services/fetcher"), "{dirs:?}");
-        assert!(ends("crates/core"), "{dirs:?}");
-        assert!(!ends("crates/index"), "{dirs:?}");
-    }
-
-    /// A source touched after the binary was built is found; none, once the binary is
-    /// newer.
-    #[test]
-    fn a_source_touched_after_the_build_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src/nested")).unwrap();
-        let src = dir.path().join("src/nested/lib.rs");
-        std::fs::write(&src, "").unwrap();
-        let dirs = [dir.path().to_path_buf()];
-        let minute = std::time::Duration::from_secs(60);
-        assert_eq!(newer_than(&dirs, SystemTime::now() - minute), Some(src));
-        assert_eq!(newer_than(&dirs, SystemTime::now() + minute), None);
-    }
 }

@@ -3,6 +3,7 @@
 //! service binary needs (configuration, endpoints, signals).
 
 pub mod dead_pages;
+pub mod dlq;
 pub mod endpoints;
 pub mod jetstream;
 pub mod queued_job;
@@ -18,3 +19,4 @@ pub mod service;
 pub mod spec;
 pub mod spec_watch;
 pub mod status;
+pub mod submit;

@@ -133,3 +133,86 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusEr
         counters,
     })
 }
+
+impl Status {
+    /// One line of a crawl's progress, as `trawl submit --wait` shows it.
+    pub fn progress_line(&self) -> String {
+        let archives = self.archives.as_ref().map_or(String::new(), |a| {
+            format!(
+                ", archives {} of {} done",
+                a.stages.get("done").copied().unwrap_or(0),
+                a.total
+            )
+        });
+        format!(
+            "{} pages indexed, {} URLs queued, {} messages pending{archives}",
+            self.pages_indexed,
+            self.queued_urls,
+            self.pending.values().sum::<u64>()
+        )
+    }
+
+    /// Archives of an ingest that failed on every try.
+    pub fn archives_failed(&self) -> usize {
+        self.archives
+            .as_ref()
+            .and_then(|a| a.stages.get("failed").copied())
+            .unwrap_or(0)
+    }
+}
+
+/// What `trawl status` prints: the crawl's state, each hop's lag, its counts and, for an
+/// ingest, its archives (the unfinished ones one a line, with why).
+impl Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = if self.drained { "drained" } else { "running" };
+        writeln!(f, "crawl {} ({state})", self.crawl)?;
+        for (hop, n) in &self.pending {
+            writeln!(f, "  {hop:<11} {n} pending")?;
+        }
+        writeln!(
+            f,
+            "  {} URLs queued, {} host slots held, {} pages fetched, {} indexed, {} duplicates, {} dead letters",
+            self.queued_urls,
+            self.host_claims,
+            self.pages_fetched,
+            self.pages_indexed,
+            self.duplicates,
+            self.dead_letters
+        )?;
+        match &self.archives {
+            Some(a) => archives(f, a),
+            None => Ok(()),
+        }
+    }
+}
+
+fn archives(f: &mut std::fmt::Formatter<'_>, a: &ArchivesSummary) -> std::fmt::Result {
+    let stages: Vec<String> = a.stages.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    writeln!(
+        f,
+        "  archives: {} ({}); {} records read, {} documents, {} duplicates, {} malformed",
+        a.total,
+        stages.join(", "),
+        a.records,
+        a.documents,
+        a.duplicates,
+        a.malformed
+    )?;
+    for p in &a.unfinished {
+        let stage = p.stage.name();
+        let why = p
+            .error
+            .as_deref()
+            .map_or(String::new(), |e| format!(": {e}"));
+        writeln!(
+            f,
+            "    {stage:<8} {} (try {}, {} records, {} documents){why}",
+            p.source,
+            p.attempts,
+            p.records_read(),
+            p.documents
+        )?;
+    }
+    Ok(())
+}

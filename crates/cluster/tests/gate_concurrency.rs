@@ -270,7 +270,10 @@ fn across_processes(method: GateMethod, name: &str) {
         .map(|t| {
             std::process::Command::new(&exe)
                 .args([
-                    "gate_process_worker",
+                    // The worker test by its full name in this binary.
+                    concat!(module_path!(), "::gate_process_worker")
+                        .split_once("::")
+                        .map_or("gate_process_worker", |(_, name)| name),
                     "--exact",
                     "--nocapture",
                     "--test-threads=1",

@@ -14,7 +14,7 @@ use trawl_core::settings::ClusterSettings;
 use trawl_core::spec::CrawlSpec;
 use trawl_core::state::{Admitted, Enqueued, State};
 
-mod common;
+use crate::common;
 use common::job;
 
 const HOME: &str = "redis://127.0.0.1:6379";

@@ -8,7 +8,7 @@ use trawl_cluster::redis_state::RedisState;
 use trawl_core::FetchJob;
 use trawl_core::state::{Admitted, Enqueued, RobotsAccess, RobotsEntry, State};
 
-mod common;
+use crate::common;
 use common::job;
 
 const URL: &str = "redis://127.0.0.1:6379";

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -48,6 +48,26 @@ pub struct IngestReport {
     pub bytes_read: u64,
     pub elapsed_s: f64,
     pub documents_per_s: f64,
+}
+
+impl IngestReport {
+    /// What `trawl ingest` prints when it ends: the counts and where the outputs are.
+    pub fn summary(&self, out: &Path) -> String {
+        format!(
+            "ingested {} files: {} records, {} documents ({} exact and {} near copies), {} skipped, {} malformed, in {:.1}s ({:.0} documents/s)\noutputs: {} , {}",
+            self.files,
+            self.records.values().sum::<u64>(),
+            self.documents,
+            self.duplicates_exact,
+            self.duplicates_near,
+            self.skipped.values().sum::<u64>(),
+            self.malformed,
+            self.elapsed_s,
+            self.documents_per_s,
+            out.join("pages.jsonl").display(),
+            out.join("report.json").display()
+        )
+    }
 }
 
 /// Progress, reported about once a second.

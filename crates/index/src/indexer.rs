@@ -95,6 +95,28 @@ pub struct IndexStats {
     pub indexes_built: Vec<String>,
 }
 
+impl IndexStats {
+    /// The line `trawl index` and `trawl crawl` end with, for an index at `dir`.
+    pub fn summary(&self, dir: &str) -> String {
+        format!(
+            "index: {} pages ({} replaced), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
+            self.pages,
+            self.pages_replaced,
+            self.chunks,
+            self.aliases_exact + self.aliases_near,
+            self.aliases_exact,
+            self.aliases_near,
+            self.embed_seconds,
+            if self.indexes_built.is_empty() {
+                "no search indexes".to_string()
+            } else {
+                format!("search indexes: {}", self.indexes_built.join(", "))
+            },
+            dir
+        )
+    }
+}
+
 pub struct Indexer {
     opts: IndexOptions,
     store: Store,

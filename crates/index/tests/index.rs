@@ -2,7 +2,7 @@
 //! page replacement without stale or duplicate rows, reopening, search modes, and Python's
 //! `lancedb` reading what trawl wrote.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -4,7 +4,7 @@
 //! candle's, which CUDA devices use), and >= 0.99 with int8 dense layers (the CPU default
 //! where the CPU has AVX-512 VNNI).
 
-mod common;
+use crate::common;
 
 use trawl_index::{Embedder, Engine};
 

@@ -6,12 +6,17 @@
 
 pub mod crawl_dir;
 pub mod embedded;
+pub mod export;
+pub mod extract_files;
+pub mod index_files;
 mod index_task;
+pub mod ingest;
 pub mod page_gate;
 pub mod plan;
 pub mod progress;
 pub mod refine;
 pub mod report;
+pub mod search;
 pub mod watch;
 
 pub use embedded::{CrawlOutputs, crawl};

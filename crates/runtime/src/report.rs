@@ -272,3 +272,34 @@ impl CrawlReport {
         }
     }
 }
+
+impl CrawlReport {
+    /// What `trawl crawl` prints when it ends: the counts, the index, where the outputs are.
+    pub fn summary(&self, out: &crate::CrawlOutputs) -> String {
+        let mut lines = Vec::new();
+        if self.interrupted {
+            lines.push("interrupted: the outputs hold what was done before the stop".to_string());
+        }
+        lines.push(format!(
+            "crawled {} pages in {:.1}s ({:.1} pages/s): {} robots-blocked, {} out of scope, {} errors",
+            self.pages,
+            self.crawl_s,
+            self.pages_per_s,
+            self.robots_blocked,
+            self.out_of_scope,
+            self.errors.values().sum::<i64>()
+        ));
+        if let (Some(ix), Some(dir)) = (&self.index, &out.index) {
+            lines.push(ix.summary(&dir.to_string_lossy()));
+            lines.push(format!("index: done {:.1}s after the crawl", self.index_s));
+        }
+        lines.push(format!(
+            "outputs: {} , {} , {} WARC file(s) in {}",
+            out.pages.display(),
+            out.report.display(),
+            out.warc_files.len(),
+            out.dir.join("warc").display()
+        ));
+        lines.join("\n")
+    }
+}

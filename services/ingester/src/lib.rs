@@ -13,6 +13,7 @@
 //! published after it is stored once (`Queue::publish_keyed`, within the hop's duplicate
 //! window) and keeps its first verdict (the gate is idempotent per id).
 
+pub mod archive_list;
 mod read;
 pub mod source;
 mod worker;

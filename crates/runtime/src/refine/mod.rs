@@ -82,6 +82,23 @@ pub struct RefineReport {
 }
 
 impl RefineReport {
+    /// The counts so far, as a progress display shows them.
+    pub fn progress_line(&self, elapsed: Duration) -> String {
+        let s = elapsed.as_secs_f64().max(1e-9);
+        let skipped: usize = self.skipped.values().sum();
+        format!(
+            "{} pages · {:.1} pages/s · {} refined · {} dropped · {} skipped · {} fallbacks · {} tokens out ({:.0}/s)",
+            self.pages,
+            self.pages as f64 / s,
+            self.refined,
+            self.dropped,
+            skipped,
+            self.fallbacks,
+            self.completion_tokens,
+            self.completion_tokens as f64 / s
+        )
+    }
+
     pub(crate) fn add(&mut self, r: &Refined) {
         self.pages += 1;
         if let Some(s) = &r.skipped {
@@ -115,6 +132,30 @@ impl RefineReport {
         }
         self.prompt_tokens += r.tokens.prompt;
         self.completion_tokens += r.tokens.completion;
+    }
+
+    /// The counts a run prints at the end, with where its outputs in `out` are.
+    pub fn summary(&self, out: &Path) -> String {
+        let counts = |m: &BTreeMap<String, usize>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "refined {} of {} pages in {:.1}s ({:.1} pages/s) with {}: decisions [{}], skipped [{}], {} fallbacks, {} near-copies dropped\noutputs: {} , {}",
+            self.refined,
+            self.pages,
+            self.elapsed_s,
+            self.pages_per_s,
+            self.engine,
+            counts(&self.decisions),
+            counts(&self.skipped),
+            self.fallbacks,
+            self.duplicates,
+            out.join("refined.jsonl").display(),
+            out.join("refine-report.json").display()
+        )
     }
 }
 

@@ -1,12 +1,41 @@
-//! `trawl submit --archives`: the archives a list names. Common Crawl hands out
-//! `warc.paths.gz` / `wet.paths.gz`, gzip text with one path per line relative to its
-//! bucket; a user may also name archives directly.
+//! The archives a list names, as `trawl submit --archives` hands them to the ingesters.
+//! Common Crawl hands out `warc.paths.gz` / `wet.paths.gz`, gzip text with one path per
+//! line relative to its bucket; a user may also name archives directly.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use trawl_corpus::ingest::is_url;
+
+/// Why a list could not be read, or an entry of it placed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveListError {
+    #[error("fetching the archive list {list}: {source}")]
+    Fetch {
+        list: String,
+        source: reqwest::Error,
+    },
+    #[error("reading the archive list {list}: {source}")]
+    Read {
+        list: String,
+        source: std::io::Error,
+    },
+    #[error("{list}: not a gzip text list: {source}")]
+    Gzip {
+        list: String,
+        source: std::io::Error,
+    },
+    #[error("{list}: not a text list")]
+    NotText { list: String },
+    #[error("{entry} against {base}: {source}")]
+    Join {
+        entry: String,
+        base: String,
+        source: url::ParseError,
+    },
+    #[error("{list}: the list names no archive")]
+    Empty { list: String },
+}
 
 /// Whether `s` names an archive itself rather than a list of them.
 pub fn is_archive_name(s: &str) -> bool {
@@ -18,33 +47,45 @@ pub fn is_archive_name(s: &str) -> bool {
 }
 
 /// The text of a list: a local file or an http(s) URL, gzip or plain.
-async fn read_list(list: &str) -> anyhow::Result<String> {
+async fn read_list(list: &str) -> Result<String, ArchiveListError> {
+    let fetch = |source| ArchiveListError::Fetch {
+        list: list.to_string(),
+        source,
+    };
     let bytes = if is_url(list) {
         reqwest::get(list)
             .await
             .and_then(|r| r.error_for_status())
-            .with_context(|| format!("fetching the archive list {list}"))?
+            .map_err(fetch)?
             .bytes()
             .await
-            .with_context(|| format!("reading the archive list {list}"))?
+            .map_err(fetch)?
             .to_vec()
     } else {
-        std::fs::read(list).with_context(|| format!("reading the archive list {list}"))?
+        std::fs::read(list).map_err(|source| ArchiveListError::Read {
+            list: list.to_string(),
+            source,
+        })?
     };
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut text = String::new();
         flate2::read::MultiGzDecoder::new(&bytes[..])
             .read_to_string(&mut text)
-            .with_context(|| format!("{list}: not a gzip text list"))?;
+            .map_err(|source| ArchiveListError::Gzip {
+                list: list.to_string(),
+                source,
+            })?;
         Ok(text)
     } else {
-        String::from_utf8(bytes).with_context(|| format!("{list}: not a text list"))
+        String::from_utf8(bytes).map_err(|_| ArchiveListError::NotText {
+            list: list.to_string(),
+        })
     }
 }
 
 /// `entry` as the ingesters will read it: a URL or an absolute path as written; a relative
 /// one joined to `base` (a URL prefix or a directory).
-fn resolve(entry: &str, base: &str) -> anyhow::Result<String> {
+fn resolve(entry: &str, base: &str) -> Result<String, ArchiveListError> {
     if is_url(entry) || Path::new(entry).is_absolute() {
         return Ok(entry.to_string());
     }
@@ -56,17 +97,26 @@ fn resolve(entry: &str, base: &str) -> anyhow::Result<String> {
         };
         let u = url::Url::parse(&base)
             .and_then(|b| b.join(entry))
-            .with_context(|| format!("{entry} against {base}"))?;
+            .map_err(|source| ArchiveListError::Join {
+                entry: entry.to_string(),
+                base: base.clone(),
+                source,
+            })?;
         return Ok(u.to_string());
     }
     Ok(Path::new(base).join(entry).display().to_string())
 }
 
-fn absolute(p: &str) -> anyhow::Result<String> {
+fn absolute(p: &str) -> Result<String, ArchiveListError> {
     if is_url(p) {
         return Ok(p.to_string());
     }
-    Ok(std::path::absolute(PathBuf::from(p))?.display().to_string())
+    std::path::absolute(PathBuf::from(p))
+        .map(|a| a.display().to_string())
+        .map_err(|source| ArchiveListError::Read {
+            list: p.to_string(),
+            source,
+        })
 }
 
 /// Where a relative `entry` of `list` is, with no base given: beside the list, unless the
@@ -92,7 +142,10 @@ fn beside(list: &str, entry: &str) -> String {
 /// Every archive the values name, in order, each once. A relative entry of a list is
 /// joined to `base` when given (Common Crawl's lists: `https://data.commoncrawl.org/`),
 /// else to where the list is.
-pub async fn archives(values: &[String], base: Option<&str>) -> anyhow::Result<Vec<String>> {
+pub async fn archives(
+    values: &[String],
+    base: Option<&str>,
+) -> Result<Vec<String>, ArchiveListError> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut push = |s: String| {
@@ -119,7 +172,9 @@ pub async fn archives(values: &[String], base: Option<&str>) -> anyhow::Result<V
             push(resolve(line, &here)?);
             n += 1;
         }
-        anyhow::ensure!(n > 0, "{v}: the list names no archive");
+        if n == 0 {
+            return Err(ArchiveListError::Empty { list: v.clone() });
+        }
     }
     Ok(out)
 }

@@ -1,0 +1,4 @@
+//! trawl-corpus's integration tests, one binary so its dependencies link once.
+
+mod archives;
+mod filters;

@@ -1,0 +1,5 @@
+//! trawl-index's integration tests, one binary so its dependencies link once.
+
+mod common;
+mod index;
+mod parity;
