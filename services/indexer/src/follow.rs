@@ -51,27 +51,37 @@ pub struct IndexProgress {
     rate: std::sync::Mutex<ChunkRate>,
 }
 
-/// Chunks stored a second, smoothed over about the last 10 s: the first pages (a model
-/// warming up, pages whose chunks are all repeats and need no vector) say little about the
-/// rest, and a rate since the start would swing the ETA from seconds to hours.
+/// Chunks stored a second over about the last two minutes. The first pages (a model warming
+/// up, pages whose chunks are all repeats and need no vector) say little about the rest;
+/// the embedder stores its chunks in batches and the index pauses while it writes, so a
+/// shorter window (a log line every 10 s sees none, or two) swings the ETA by several times
+/// from one line to the next.
 #[derive(Debug, Default)]
 struct ChunkRate {
-    at: Duration,
-    chunks: u64,
-    per_s: Option<f64>,
+    /// (when, chunks stored then), oldest first; the oldest is the window's start.
+    samples: std::collections::VecDeque<(Duration, u64)>,
 }
 
 impl ChunkRate {
+    const WINDOW: Duration = Duration::from_secs(120);
+
     fn sample(&mut self, elapsed: Duration, chunks: u64) -> Option<f64> {
-        let dt = elapsed.saturating_sub(self.at).as_secs_f64();
-        if dt >= 1.0 {
-            let now = chunks.saturating_sub(self.chunks) as f64 / dt;
-            let w = (dt / 10.0).min(1.0);
-            self.per_s = Some(self.per_s.map_or(now, |r| r + w * (now - r)));
-            self.at = elapsed;
-            self.chunks = chunks;
+        self.samples.push_back((elapsed, chunks));
+        // The start is the newest sample at least a window old (or the oldest there is).
+        while self
+            .samples
+            .get(1)
+            .is_some_and(|(at, _)| elapsed.saturating_sub(*at) >= Self::WINDOW)
+        {
+            self.samples.pop_front();
         }
-        self.per_s
+        // With one reading, the rate since the start (no chunks at time zero).
+        let (at, then) = match self.samples.len() {
+            1 => (Duration::ZERO, 0),
+            _ => *self.samples.front()?,
+        };
+        let dt = elapsed.saturating_sub(at).as_secs_f64();
+        (dt >= 1.0).then(|| chunks.saturating_sub(then) as f64 / dt)
     }
 }
 
@@ -184,6 +194,11 @@ pub async fn follow_pages(
             progress.pages.store(s.pages, Ordering::Relaxed);
             progress.chunks.store(s.chunks, Ordering::Relaxed);
             progress.indexed.store(at, Ordering::Relaxed);
+            // What the writer has added since this pass began: without it the display
+            // reads a pass over half the file as the whole, "99%, 15 s left", then jumps.
+            progress
+                .written
+                .store((*written.borrow()).max(end), Ordering::Relaxed);
             if let Some(j) = &journal
                 && indexer.is_flushed()
             {
@@ -259,6 +274,27 @@ mod tests {
         let (m, s) = eta.trim_end_matches('s').split_once('m').expect("minutes");
         let secs: u64 = m.parse::<u64>().unwrap() * 60 + s.parse::<u64>().unwrap();
         assert!((70..=110).contains(&secs), "{line}");
+    }
+
+    /// The embedder stores its chunks in batches: a line every 10 s sees none, or two. The
+    /// ETA stays put from one line to the next rather than jumping with each batch.
+    #[test]
+    fn batches_of_chunks_do_not_swing_the_eta() {
+        let mut rate = ChunkRate::default();
+        let mut seen = Vec::new();
+        for step in 0..=30u64 {
+            // 4,000 chunks every other 10 s: 200 a second on average.
+            let chunks = step.div_ceil(2) * 4_000;
+            if let Some(r) = rate.sample(Duration::from_secs(step * 10), chunks)
+                && step >= 6
+            {
+                seen.push(r);
+            }
+        }
+        let (lo, hi) = seen
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        assert!(lo >= 150.0 && hi <= 250.0, "{seen:?}");
     }
 
     /// Waits at most `max` for the index to pass `offset`.
