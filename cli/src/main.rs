@@ -184,7 +184,7 @@ fn run(command: Command, settings: &Settings) -> anyhow::Result<ExitCode> {
         Command::Refine(args) => {
             let r = trawl::refine::run(&args)?;
             if !(args.inputs.len() == 1 && args.inputs[0].as_os_str() == "-") {
-                eprintln!("{}", trawl::refine::summary(&r, &args.out));
+                eprintln!("{}", r.summary(&args.out));
             }
             Ok(ExitCode::SUCCESS)
         }

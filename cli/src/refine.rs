@@ -4,7 +4,7 @@
 //! `openai`, any OpenAI-compatible server), executed, written as JSON Lines with a report.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::bail;
@@ -185,9 +185,4 @@ pub fn run(args: &RefineArgs) -> anyhow::Result<RefineReport> {
         limit: args.limit,
         progress: Arc::new(crate::progress::Progress::new("auto")),
     })
-}
-
-/// The counts a run printed at the end.
-pub fn summary(r: &RefineReport, out: &Path) -> String {
-    r.summary(out)
 }
