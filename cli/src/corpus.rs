@@ -109,6 +109,11 @@ pub struct ExportArgs {
     /// Keep pages the SimHash gate marked as copies.
     #[arg(long)]
     pub keep_duplicates: bool,
+    /// Keep pages whose site reserves AI training (Content Signals `ai-train=no`, a TDM
+    /// reservation, `noai`), left out by default. You take responsibility for using them;
+    /// the report counts them (`reserved_included`).
+    #[arg(long)]
+    pub include_reserved: bool,
     /// Remove from each kept document the lines (paragraphs) an earlier kept document had,
     /// after CCNet's normalization (case, digits, punctuation), as Dolma and CCNet do: menus
     /// and footers stay on the first page only. `text` loses them, `markdown` keeps them;
@@ -179,6 +184,7 @@ pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
         minhash_threshold: (!args.no_minhash).then_some(args.minhash_threshold),
         keep_duplicates: args.keep_duplicates,
         paragraph_dedup: args.paragraph_dedup,
+        include_reserved: args.include_reserved,
     };
     let plan = ExportPlan {
         options,

@@ -6,5 +6,6 @@ mod cluster_pipeline;
 mod cluster_services;
 mod cluster_shards;
 mod faults;
+mod policy;
 mod recrawl_cluster;
 mod settings;

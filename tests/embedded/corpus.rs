@@ -55,6 +55,7 @@ fn export_args(
         minhash_threshold: 0.8,
         no_minhash: false,
         keep_duplicates: false,
+        include_reserved: false,
         paragraph_dedup: false,
         chunks: None,
         index: None,

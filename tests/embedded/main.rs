@@ -8,6 +8,7 @@ mod crawl_site;
 mod dedup;
 mod discovery_traps;
 mod index_search;
+mod page_policy;
 mod politeness;
 mod recrawl;
 mod redirects;

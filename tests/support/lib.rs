@@ -172,5 +172,6 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
 }
 pub mod api_site;
 pub mod changing;
+pub mod policy;
 pub mod services;
 pub mod stale;

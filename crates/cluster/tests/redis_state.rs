@@ -38,6 +38,7 @@ async fn seen_set_robots_and_counters() {
     let e = RobotsEntry {
         access: RobotsAccess::Body(b"User-agent: *\nDisallow: /x".to_vec()),
         fetched_at_ms: 1,
+        tdmrep: None,
     };
     s.robots_put("a", e.clone(), 150).await.unwrap();
     assert_eq!(s.robots_get("a", 0).await.unwrap(), Some(e));

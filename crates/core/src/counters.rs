@@ -111,6 +111,9 @@ pub enum Counter {
     RefineCompletionTokens,
     /// Milliseconds spent refining, summed.
     RefineMs,
+    /// Pages by what they say of themselves (`noindex`, `nofollow`, `noarchive`,
+    /// `search_reserved`, `ai_input_reserved`, `ai_train_reserved`).
+    PagesByPolicy(String),
 }
 
 /// The counters without a label, with their keys.
@@ -164,7 +167,7 @@ const FIXED: [(Counter, &str); 43] = [
 type Labelled = fn(String) -> Counter;
 
 /// The labelled families: key prefix and constructor.
-const LABELLED: [(&str, Labelled); 10] = [
+const LABELLED: [(&str, Labelled); 11] = [
     ("frontier.trap.", Counter::FrontierTrap),
     ("frontier.host_pages.", Counter::HostPages),
     ("frontier.query_variants.", Counter::QueryVariants),
@@ -175,6 +178,7 @@ const LABELLED: [(&str, Labelled); 10] = [
     ("render.blocked.", Counter::RenderBlocked),
     ("refine.decision.", Counter::RefineDecision),
     ("refine.skipped.", Counter::RefineSkipped),
+    ("pages.policy.", Counter::PagesByPolicy),
 ];
 
 impl Counter {
@@ -192,6 +196,7 @@ impl Counter {
             Counter::RenderBlocked(l) => labelled(LABELLED[7].0, l),
             Counter::RefineDecision(l) => labelled(LABELLED[8].0, l),
             Counter::RefineSkipped(l) => labelled(LABELLED[9].0, l),
+            Counter::PagesByPolicy(l) => labelled(LABELLED[10].0, l),
             fixed => FIXED
                 .iter()
                 .find(|(c, _)| c == fixed)
@@ -288,6 +293,14 @@ impl Counters {
     pub fn refine_skipped(&self) -> BTreeMap<String, i64> {
         self.family(|c| match c {
             Counter::RefineSkipped(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// Pages by the robots directives and usage reservations they carry.
+    pub fn policies(&self) -> BTreeMap<String, i64> {
+        self.family(|c| match c {
+            Counter::PagesByPolicy(l) => Some(l),
             _ => None,
         })
     }

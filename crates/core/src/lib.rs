@@ -19,6 +19,7 @@ pub mod message;
 pub mod mutate;
 #[cfg(feature = "runtime")]
 pub mod pipeline;
+pub mod policy;
 #[cfg(feature = "runtime")]
 pub mod queue;
 pub mod render;

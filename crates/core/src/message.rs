@@ -112,6 +112,10 @@ pub struct Fetched {
     /// the render rule again to a page that carries this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<crate::render::RenderInfo>,
+    /// What the response's headers and its host's robots.txt and tdmrep.json say of the
+    /// page's use; the extractor adds the page's meta tags.
+    #[serde(default, skip_serializing_if = "crate::policy::PagePolicy::is_empty")]
+    pub policy: crate::policy::PagePolicy,
 }
 
 /// The last response's validators (verbatim, for conditional requests), its payload digest
@@ -218,6 +222,14 @@ pub struct PageRecord {
     /// took, its subrequests and the WARC record of the DOM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<crate::render::RenderInfo>,
+    /// The robots directives addressed to this crawler (header or meta): a `noindex` page
+    /// is recorded but neither indexed nor exported.
+    #[serde(default, skip_serializing_if = "crate::policy::Directives::is_empty")]
+    pub robots: crate::policy::Directives,
+    /// What the site says of each use of the page (search, AI input, AI training):
+    /// allowed, reserved or unknown, with where it was said.
+    #[serde(default)]
+    pub usage: crate::policy::Usage,
 }
 
 pub(crate) fn is_zero(n: &u32) -> bool {
@@ -369,6 +381,7 @@ mod tests {
                 error: None,
                 facts: ResponseFacts::default(),
                 render: None,
+                policy: Default::default(),
             };
             let json = serde_json::to_string(&f).unwrap();
             let back: Fetched = serde_json::from_str(&json).unwrap();

@@ -38,6 +38,9 @@ pub struct ExportOptions {
     /// Remove from each kept document the lines an earlier kept document had
     /// (`paragraphs`); a document left with none is dropped.
     pub paragraph_dedup: bool,
+    /// Keep pages whose site reserves AI training (Content Signals `ai-train=no`, a TDM
+    /// reservation, `noai`): the user's own decision, which the report records.
+    pub include_reserved: bool,
 }
 
 /// One exported document.
@@ -90,6 +93,11 @@ pub struct DatasetReport {
     /// What the paragraph dedup removed (with `paragraph_dedup`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paragraphs: Option<crate::paragraphs::ParagraphReport>,
+    /// Documents kept although their site reserves AI training, by the signal's source
+    /// (`include_reserved`: the user took that decision); dropped ones are under
+    /// `dropped`, `usage:ai-train-reserved:<source>`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reserved_included: BTreeMap<String, u64>,
     pub elapsed_s: f64,
     pub documents_per_s: f64,
 }
@@ -117,6 +125,20 @@ fn judge(
     }
     if page.duplicate_of.is_some() && !opts.keep_duplicates {
         return Err("dedup:simhash".into());
+    }
+    if page.robots.noindex.is_some() {
+        return Err("robots:noindex".into());
+    }
+    let train = &page.usage.ai_train;
+    if train.is_reserved() {
+        let source = train.source.map_or("unknown", |s| s.as_str());
+        if !opts.include_reserved {
+            return Err(format!("usage:ai-train-reserved:{source}"));
+        }
+        *report
+            .reserved_included
+            .entry(source.to_string())
+            .or_default() += 1;
     }
     let label = page.source.as_ref().and_then(|s| s.language.as_deref());
     let lang = lang::language(&page.text, label);

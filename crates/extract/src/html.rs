@@ -17,9 +17,9 @@ pub struct Document {
     pub links: Vec<String>,
     pub canonical: Option<String>,
     pub feeds: Vec<String>,
-    /// `<meta name=robots content=nofollow>`: links were not collected.
-    pub nofollow: bool,
-    pub noindex: bool,
+    /// `(name, content)` of the robots and TDM metas, for
+    /// `trawl_core::policy::PagePolicy::read_metas` with the crawler's name.
+    pub policy_metas: Vec<(String, String)>,
     /// Signs of client-side rendering, for [`crate::render_reason`].
     pub shell: crate::content::Shell,
 }
@@ -38,8 +38,7 @@ pub fn extract_html(html: &str, url: &Url) -> Document {
         links: l.links,
         canonical: l.canonical,
         feeds: l.feeds,
-        nofollow: l.nofollow,
-        noindex: l.noindex,
+        policy_metas: l.policy_metas,
         shell: c.shell,
     }
 }
@@ -89,9 +88,13 @@ mod tests {
 
     #[test]
     fn meta_robots_nofollow_and_refresh() {
-        let e = ex(r#"<meta name="robots" content="noindex, nofollow"><a href="/a">a</a>"#);
-        assert!(e.nofollow && e.noindex);
-        assert!(e.links.is_empty());
+        let e = ex(
+            r#"<meta name="robots" content="noindex, nofollow"><meta name="description" content="noindex">
+            <meta name="googlebot" content="noarchive"><meta http-equiv="X-Robots-Tag" content="noai"><a href="/a">a</a>"#,
+        );
+        let names: Vec<&str> = e.policy_metas.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["robots", "googlebot", "robots"]);
+        assert_eq!(e.links.len(), 1, "links are collected; the stage decides");
         let e = ex(r#"<meta http-equiv="refresh" content="0;URL='../target.html'">"#);
         assert_eq!(e.links, vec!["http://h/target.html".to_string()]);
     }

@@ -17,6 +17,9 @@ struct Entry {
     id: String,
     fp: Fingerprint,
     near: bool,
+    /// Chunks in the stored chunk's page: a copy from a page with fewer is the chunk's
+    /// better home (it is more of that page).
+    total: u32,
 }
 
 pub struct ChunkGate {
@@ -96,8 +99,14 @@ impl ChunkGate {
         }
     }
 
-    /// Records a stored chunk (idempotent per id).
-    pub fn insert(&mut self, id: &str, fp: Fingerprint, words: usize) {
+    /// Chunks in the page of the stored chunk `id`.
+    pub fn total(&self, id: &str) -> Option<u32> {
+        let slot = *self.by_id.get(id)?;
+        self.slots[slot as usize].as_ref().map(|e| e.total)
+    }
+
+    /// Records a stored chunk of a page of `total` chunks (idempotent per id).
+    pub fn insert(&mut self, id: &str, fp: Fingerprint, words: usize, total: u32) {
         if self.by_id.contains_key(id) {
             return;
         }
@@ -106,6 +115,7 @@ impl ChunkGate {
             id: id.to_string(),
             fp,
             near,
+            total,
         };
         let slot = match self.free.pop() {
             Some(s) => {
@@ -166,7 +176,8 @@ mod tests {
         let a = words(60, "");
         let fa = fingerprint(&a);
         assert_eq!(g.check(&fa, 60), ChunkVerdict::New);
-        g.insert("a", fa, 60);
+        g.insert("a", fa, 60, 1);
+        assert_eq!(g.total("a"), Some(1));
         // Same words, other punctuation and case: exact after normalization.
         let a2 = a.to_uppercase().replace(' ', ", ");
         assert_eq!(
@@ -206,7 +217,7 @@ mod tests {
             simhash: 0xffff,
             exact: 1,
         };
-        g.insert("s", f, 5);
+        g.insert("s", f, 5, 1);
         let near = Fingerprint {
             simhash: 0xfffe,
             exact: 2,

@@ -36,6 +36,9 @@ pub struct IndexOptions {
     pub vector_index_min_rows: usize,
     /// Chunks gathered before they are embedded and written.
     pub flush_chunks: usize,
+    /// The uses the index serves besides search (the `purpose` setting): a page whose
+    /// site reserves one of them is left out.
+    pub purposes: Vec<trawl_core::policy::Purpose>,
 }
 
 impl IndexOptions {
@@ -73,6 +76,7 @@ impl IndexOptions {
             dedup_distance: s.chunk_dedup.then_some(s.chunk_dedup_distance),
             vector_index_min_rows: s.vector_index_min_rows,
             flush_chunks: 512,
+            purposes: s.purpose.clone(),
         }
     }
 }
@@ -86,6 +90,12 @@ pub struct IndexStats {
     /// Pages taken out (removed on a re-crawl).
     pub pages_removed: u64,
     pub pages_skipped: u64,
+    /// Pages left out for what they say of themselves: `noindex`, or a use the index
+    /// serves reserved by their site.
+    pub pages_excluded: u64,
+    /// Stored chunks that moved to a page they are more of (a chapter over the whole
+    /// book on one page), the earlier page keeping an alias.
+    pub chunks_rehomed: u64,
     pub chunks: u64,
     pub aliases_exact: u64,
     pub aliases_near: u64,
@@ -99,9 +109,10 @@ impl IndexStats {
     /// The line `trawl index` and `trawl crawl` end with, for an index at `dir`.
     pub fn summary(&self, dir: &str) -> String {
         format!(
-            "index: {} pages ({} replaced), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
+            "index: {} pages ({} replaced, {} left out: noindex or reserved), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
             self.pages,
             self.pages_replaced,
+            self.pages_excluded,
             self.chunks,
             self.aliases_exact + self.aliases_near,
             self.aliases_exact,
@@ -133,6 +144,8 @@ pub struct Indexer {
     replace: HashSet<String>,
     /// Stored chunk ids that are going away; aliases pointing at them must be resolved again.
     orphaned: HashSet<String>,
+    /// Stored chunks moving to a better home: (their id, the new home's id, distance).
+    demoted: Vec<(String, String, u32)>,
     stats: IndexStats,
 }
 
@@ -171,6 +184,22 @@ pub fn wants(page: &PageRecord) -> bool {
         && !page.text.trim().is_empty()
 }
 
+/// Why a page the index could take is left out by what it says of itself: `noindex`
+/// (header or meta), or its site reserving search or one of `purposes`.
+pub fn excluded(
+    page: &PageRecord,
+    purposes: &[trawl_core::policy::Purpose],
+) -> Option<&'static str> {
+    use trawl_core::policy::Purpose;
+    if page.robots.noindex.is_some() {
+        return Some("noindex");
+    }
+    std::iter::once(Purpose::Search)
+        .chain(purposes.iter().copied())
+        .find(|p| page.usage.get(*p).is_reserved())
+        .map(Purpose::as_str)
+}
+
 fn parse_ms(s: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.timestamp_millis())
@@ -205,6 +234,7 @@ impl Indexer {
                         exact: s.chunk_hash,
                     },
                     s.words as usize,
+                    s.chunks_in_page,
                 );
             }
             pages.entry(s.canonical_url).or_default().push(s.id);
@@ -226,6 +256,7 @@ impl Indexer {
             pending_aliases: Vec::new(),
             replace: HashSet::new(),
             orphaned: HashSet::new(),
+            demoted: Vec::new(),
             stats: IndexStats::default(),
         })
     }
@@ -248,11 +279,19 @@ impl Indexer {
             && self.pending_aliases.is_empty()
             && self.replace.is_empty()
             && self.orphaned.is_empty()
+            && self.demoted.is_empty()
     }
 
     /// Chunks a page and queues its chunks; writes when enough are queued. Returns false
-    /// for a page that is not indexed (an error, a copy of another page, no text).
+    /// for a page that is not indexed (an error, a copy of another page, no text, or
+    /// [`excluded`]: then its earlier rows go).
     pub async fn add_page(&mut self, page: &PageRecord) -> Result<bool, IndexError> {
+        if excluded(page, &self.opts.purposes).is_some() {
+            // A page that turned noindex (or reserved) on a re-crawl takes its rows along.
+            self.remove_page(canonical_url(page));
+            self.stats.pages_excluded += 1;
+            return Ok(false);
+        }
         if !wants(page) {
             self.stats.pages_skipped += 1;
             return Ok(false);
@@ -281,6 +320,14 @@ impl Indexer {
             let verdict = match &self.gate {
                 Some(g) => g.check(&fp, words),
                 None => ChunkVerdict::New,
+            };
+            // The text is more of this page than of the one holding it: it moves here.
+            let verdict = match verdict {
+                ChunkVerdict::Alias { of, distance } if self.better_home(&of, total) => {
+                    self.rehome(of, &id, distance);
+                    ChunkVerdict::New
+                }
+                v => v,
             };
             let Draft {
                 heading_path,
@@ -311,7 +358,7 @@ impl Indexer {
                 }
                 ChunkVerdict::New => {
                     if let Some(g) = self.gate.as_mut() {
-                        g.insert(&id, fp, words);
+                        g.insert(&id, fp, words, total);
                     }
                     self.stats.chunks += 1;
                     self.stats.tokens += tokens as u64;
@@ -344,6 +391,71 @@ impl Indexer {
             self.flush().await?;
         }
         Ok(true)
+    }
+
+    /// Whether a page of `total` chunks is a better home for the stored chunk `of`: the
+    /// chunk is a larger part of it than of the page holding it.
+    fn better_home(&self, of: &str, total: u32) -> bool {
+        self.gate
+            .as_ref()
+            .and_then(|g| g.total(of))
+            .is_some_and(|t| total < t)
+    }
+
+    /// Turns the stored (or pending) chunk `old` into an alias of `new`, which the caller
+    /// stores: a pending row moves now, a stored one at the flush; aliases pointing at
+    /// `old` are resolved again (they find `new`).
+    fn rehome(&mut self, old: String, new: &str, distance: u32) {
+        if let Some(g) = self.gate.as_mut() {
+            g.remove(&old);
+        }
+        self.stats.chunks_rehomed += 1;
+        self.orphaned.insert(old.clone());
+        match self.pending.iter().position(|(r, _)| r.id == old) {
+            Some(i) => {
+                let (r, _) = self.pending.remove(i);
+                self.pending_aliases.push(AliasRow {
+                    id: r.id,
+                    url: r.url,
+                    canonical_url: r.canonical_url,
+                    title: r.title,
+                    heading_path: r.heading_path,
+                    position: r.position,
+                    alias_of: new.to_string(),
+                    distance,
+                    text: r.text,
+                    fetched_at_ms: r.fetched_at_ms,
+                    page_fingerprint: r.page_fingerprint,
+                });
+            }
+            None => self.demoted.push((old, new.to_string(), distance)),
+        }
+    }
+
+    /// Stored chunks that moved home become aliases of their new home, once it is written
+    /// (a failure before leaves the text stored twice, never nowhere).
+    async fn demote_stored(&mut self) -> Result<(), IndexError> {
+        if self.demoted.is_empty() {
+            return Ok(());
+        }
+        let demoted = std::mem::take(&mut self.demoted);
+        let ids: Vec<String> = demoted.iter().map(|d| d.0.clone()).collect();
+        let mut rows = self.store.take_chunks(&ids).await?;
+        for r in rows.iter_mut() {
+            if let Some((_, new, d)) = demoted.iter().find(|x| x.0 == r.id) {
+                r.alias_of = new.clone();
+                r.distance = *d;
+            }
+        }
+        rows.retain(|r| !r.alias_of.is_empty());
+        self.store.add(&[], &rows).await?;
+        for a in rows {
+            self.alias_targets
+                .entry(a.alias_of)
+                .or_default()
+                .push((a.id, a.canonical_url));
+        }
+        Ok(())
     }
 
     /// Takes the page indexed under `canonical` out (its rows go at the next flush, and
@@ -428,12 +540,12 @@ impl Indexer {
                     ..a
                 }),
                 ChunkVerdict::New => {
+                    let total = self.pages.get(&a.canonical_url).map_or(0, |v| v.len()) as u32;
                     if let Some(g) = self.gate.as_mut() {
-                        g.insert(&a.id, fp, words);
+                        g.insert(&a.id, fp, words, total);
                     }
                     let tokens = self.chunker.count(&a.text)?;
                     let embed_text = a.text.clone();
-                    let total = self.pages.get(&a.canonical_url).map_or(0, |v| v.len()) as u32;
                     self.pending.push((
                         ChunkRow {
                             id: a.id,
@@ -464,7 +576,7 @@ impl Indexer {
     pub async fn flush(&mut self) -> Result<(), IndexError> {
         self.resolve_orphans().await?;
         if self.pending.is_empty() && self.pending_aliases.is_empty() && self.replace.is_empty() {
-            return Ok(());
+            return self.demote_stored().await;
         }
         let (mut rows, texts): (Vec<ChunkRow>, Vec<String>) =
             std::mem::take(&mut self.pending).into_iter().unzip();
@@ -493,6 +605,7 @@ impl Indexer {
                 .or_default()
                 .push((a.id, a.canonical_url));
         }
+        self.demote_stored().await?;
         self.stats.write_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }

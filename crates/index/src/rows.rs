@@ -241,13 +241,23 @@ pub(crate) fn heading_paths(b: &RecordBatch) -> Result<Vec<Vec<String>>, IndexEr
 }
 
 pub(crate) fn alias_rows(b: &RecordBatch) -> Result<Vec<AliasRow>, IndexError> {
+    let of = col::<StringArray>(b, "alias_of")?;
+    let dist = col::<UInt32Array>(b, "distance")?;
+    let mut rows = chunk_alias_rows(b)?;
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.alias_of = of.value(i).to_string();
+        r.distance = dist.value(i);
+    }
+    Ok(rows)
+}
+
+/// The rows of `b` (chunks or aliases) as alias rows, pointing nowhere yet.
+pub(crate) fn chunk_alias_rows(b: &RecordBatch) -> Result<Vec<AliasRow>, IndexError> {
     let id = col::<StringArray>(b, "id")?;
     let url = col::<StringArray>(b, "url")?;
     let canon = col::<StringArray>(b, "canonical_url")?;
     let title = col::<StringArray>(b, "title")?;
     let pos = col::<UInt32Array>(b, "position")?;
-    let of = col::<StringArray>(b, "alias_of")?;
-    let dist = col::<UInt32Array>(b, "distance")?;
     let text = col::<StringArray>(b, "text")?;
     let at = col::<TimestampMillisecondArray>(b, "fetched_at")?;
     let fp = col::<UInt64Array>(b, "page_fingerprint")?;
@@ -261,8 +271,8 @@ pub(crate) fn alias_rows(b: &RecordBatch) -> Result<Vec<AliasRow>, IndexError> {
             title: title.value(i).to_string(),
             heading_path,
             position: pos.value(i),
-            alias_of: of.value(i).to_string(),
-            distance: dist.value(i),
+            alias_of: String::new(),
+            distance: 0,
             text: text.value(i).to_string(),
             fetched_at_ms: at.value(i),
             page_fingerprint: fp.value(i),

@@ -81,6 +81,7 @@ pub struct Seed {
     pub chunk_hash: u128,
     pub chunk_simhash: u64,
     pub words: u32,
+    pub chunks_in_page: u32,
 }
 
 pub struct Store {
@@ -259,6 +260,7 @@ impl Store {
             "chunk_hash",
             "chunk_simhash",
             "words",
+            "chunks_in_page",
         ])))
         .await
         .map_err(db)?;
@@ -269,6 +271,7 @@ impl Store {
             let hash = col::<StringArray>(&b, "chunk_hash")?;
             let sim = col::<UInt64Array>(&b, "chunk_simhash")?;
             let words = col::<UInt32Array>(&b, "words")?;
+            let total = col::<UInt32Array>(&b, "chunks_in_page")?;
             for i in 0..b.num_rows() {
                 out.push(Seed {
                     id: id.value(i).to_string(),
@@ -276,6 +279,7 @@ impl Store {
                     chunk_hash: u128::from_str_radix(hash.value(i), 16).unwrap_or(0),
                     chunk_simhash: sim.value(i),
                     words: words.value(i),
+                    chunks_in_page: total.value(i),
                 });
             }
         }
@@ -298,6 +302,35 @@ impl Store {
             for b in &batches {
                 out.extend(alias_rows(b)?);
             }
+        }
+        Ok(out)
+    }
+
+    /// Takes stored chunks out of the table, returned as alias rows to be pointed
+    /// elsewhere (their `alias_of` empty): a chunk moving to a better home.
+    pub async fn take_chunks(&self, ids: &[String]) -> Result<Vec<AliasRow>, IndexError> {
+        let mut out = Vec::new();
+        for group in ids.chunks(IN_LIST_MAX) {
+            let pred = format!("id IN ({})", in_list(group));
+            let batches = collect(&self.chunks.query().only_if(pred.clone()).select(
+                Select::columns(&[
+                    "id",
+                    "url",
+                    "canonical_url",
+                    "title",
+                    "heading_path",
+                    "position",
+                    "text",
+                    "fetched_at",
+                    "page_fingerprint",
+                ]),
+            ))
+            .await
+            .map_err(db)?;
+            for b in &batches {
+                out.extend(crate::rows::chunk_alias_rows(b)?);
+            }
+            self.chunks.delete(pred.as_str()).await.map_err(db)?;
         }
         Ok(out)
     }

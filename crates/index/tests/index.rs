@@ -345,3 +345,114 @@ async fn a_replace_that_fails_on_a_full_disk_keeps_the_old_rows() {
         "the page's rows are all there"
     );
 }
+
+/// A page that says `noindex`, or whose site reserves search or a use the index is for
+/// (`purposes`), is left out; one that turns so takes its rows along.
+#[tokio::test]
+async fn pages_that_reserve_the_index_s_uses_are_left_out() {
+    use trawl_core::policy::{Purpose, Signal, Source};
+    let dir = tempfile::tempdir().unwrap();
+    let reserve = |p: &mut PageRecord, purpose: Purpose| {
+        p.usage
+            .note(purpose, Signal::Reserved, Source::ContentSignal, None)
+    };
+    let mut o = opts(dir.path(), false);
+    o.purposes = vec![Purpose::Search, Purpose::AiInput];
+    let mut ix = Indexer::open(o).await.unwrap();
+    let plain = page("http://t/plain", "Plain", &para("ibis", 10));
+    let mut no_search = page("http://t/no-search", "NoSearch", &para("heron", 10));
+    reserve(&mut no_search, Purpose::Search);
+    let mut no_input = page("http://t/no-input", "NoInput", &para("egret", 10));
+    reserve(&mut no_input, Purpose::AiInput);
+    let mut no_train = page("http://t/no-train", "NoTrain", &para("stork", 10));
+    reserve(&mut no_train, Purpose::AiTrain);
+    let mut noindex = page("http://t/noindex", "NoIndex", &para("crane", 10));
+    noindex.robots.noindex = Some(Source::XRobotsTag);
+    for (p, kept) in [
+        (&plain, true),
+        (&no_search, false),
+        (&no_input, false),
+        (&no_train, true),
+        (&noindex, false),
+    ] {
+        assert_eq!(ix.add_page(p).await.unwrap(), kept, "{}", p.url);
+    }
+    let stats = ix.finish().await.unwrap();
+    assert_eq!((stats.pages, stats.pages_excluded), (2, 3), "{stats:?}");
+    let canon: HashSet<String> = column(ix.store(), "chunks", "canonical_url")
+        .await
+        .into_iter()
+        .collect();
+    assert_eq!(
+        canon,
+        HashSet::from([
+            "http://t/plain".to_string(),
+            "http://t/no-train".to_string()
+        ])
+    );
+    // The plain page turns noindex: its rows go.
+    let mut now_noindex = plain.clone();
+    now_noindex.robots.noindex = Some(Source::MetaRobots);
+    assert!(!ix.add_page(&now_noindex).await.unwrap());
+    ix.finish().await.unwrap();
+    let hits = search(ix.store(), None, "ibis", 3, Mode::Text)
+        .await
+        .unwrap();
+    assert!(hits.is_empty(), "{hits:?}");
+}
+
+/// The whole book on one page indexed before its chapters: each chapter's text moves to
+/// the chapter (it is more of it), the book keeping aliases; whether the book's chunks
+/// were still pending or already stored, and across a reopening.
+#[tokio::test]
+async fn a_chunk_lives_on_the_page_it_is_most_of() {
+    for flush_between in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let install = format!("# Install\n\n{}", para("kraken", 30));
+        let usage = format!("# Usage\n\n{}", para("pelican", 30));
+        let book = format!(
+            "# Book\n\n{install}\n\n{usage}\n\n# Index\n\n{}",
+            para("yak", 30)
+        );
+        let mut o = opts(dir.path(), false);
+        o.flush_chunks = 10_000;
+        let mut ix = Indexer::open(o.clone()).await.unwrap();
+        ix.add_page(&page("http://t/print", "Book", &book))
+            .await
+            .unwrap();
+        if flush_between {
+            ix.finish().await.unwrap();
+            drop(ix);
+            ix = Indexer::open(o).await.unwrap();
+        }
+        ix.add_page(&page("http://t/install", "Install", &install))
+            .await
+            .unwrap();
+        ix.add_page(&page("http://t/usage", "Usage", &usage))
+            .await
+            .unwrap();
+        let stats = ix.finish().await.unwrap();
+        assert!(stats.chunks_rehomed >= 2, "{stats:?}");
+        for (word, home) in [
+            ("kraken", "http://t/install"),
+            ("pelican", "http://t/usage"),
+        ] {
+            let hits = search(ix.store(), None, word, 3, Mode::Text).await.unwrap();
+            assert_eq!(hits[0].url, home, "{flush_between}: {hits:?}");
+            assert_eq!(hits[0].also_at, ["http://t/print"], "{flush_between}");
+        }
+        let hits = search(ix.store(), None, "yak", 3, Mode::Text)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].url, "http://t/print", "the book's own part stays");
+        let texts = column(ix.store(), "chunks", "text").await;
+        assert_eq!(
+            texts
+                .iter()
+                .filter(|t| t.contains("kraken step number 3 "))
+                .count(),
+            1,
+            "stored once: {flush_between}"
+        );
+    }
+}

@@ -5,6 +5,7 @@
 //! once its host's file is known.
 
 pub mod google;
+pub mod signals;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,8 @@ use url::Url;
 pub struct HostRules {
     pub robots: Robots,
     pub access: Access,
+    /// Content Signals (from robots.txt) and tdmrep.json.
+    pub signals: signals::HostSignals,
 }
 
 /// Where a host's rules came from.
@@ -47,20 +50,34 @@ impl Access {
 
 impl HostRules {
     pub fn from_entry(entry: &RobotsEntry, agent: &str) -> Self {
-        match &entry.access {
-            RobotsAccess::Body(body) => Self {
-                robots: Robots::parse(&crate::google::prepare(body), Agent::Prefix(agent)),
-                access: Access::Rules,
-            },
-            RobotsAccess::Unavailable => Self {
-                robots: Robots::allow_all(),
-                access: Access::Unavailable,
-            },
-            RobotsAccess::Unreachable => Self {
-                robots: Robots::disallow_all(),
-                access: Access::Unreachable,
-            },
+        let body = match &entry.access {
+            RobotsAccess::Body(b) => Some(b.as_slice()),
+            _ => None,
+        };
+        let signals = signals::HostSignals::parse(body, entry.tdmrep.as_deref(), agent);
+        let (robots, access) = match &entry.access {
+            RobotsAccess::Body(body) => (
+                Robots::parse(&crate::google::prepare(body), Agent::Prefix(agent)),
+                Access::Rules,
+            ),
+            RobotsAccess::Unavailable => (Robots::allow_all(), Access::Unavailable),
+            RobotsAccess::Unreachable => (Robots::disallow_all(), Access::Unreachable),
+        };
+        Self {
+            robots,
+            access,
+            signals,
         }
+    }
+
+    /// The host's AI-usage signals for `url`'s path.
+    pub fn usage(&self, url: &Url) -> trawl_core::policy::Usage {
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        self.signals.usage(&path)
     }
 
     pub fn allows(&self, url: &Url) -> bool {
@@ -114,6 +131,7 @@ mod tests {
             &RobotsEntry {
                 access: RobotsAccess::Body(txt.as_bytes().to_vec()),
                 fetched_at_ms: 0,
+                tdmrep: None,
             },
             "trawl",
         )
@@ -165,6 +183,7 @@ mod tests {
             &RobotsEntry {
                 access: RobotsAccess::Unavailable,
                 fetched_at_ms: 0,
+                tdmrep: None,
             },
             "trawl",
         );
@@ -173,6 +192,7 @@ mod tests {
             &RobotsEntry {
                 access: RobotsAccess::Unreachable,
                 fetched_at_ms: 0,
+                tdmrep: None,
             },
             "trawl",
         );

@@ -57,6 +57,24 @@ impl Exported {
                     r.elapsed_s,
                     out.display()
                 );
+                let reserved: u64 = r
+                    .dropped
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("usage:ai-train-reserved"))
+                    .map(|(_, n)| n)
+                    .sum();
+                let noindex = r.dropped.get("robots:noindex").copied().unwrap_or(0);
+                if reserved + noindex > 0 {
+                    s += &format!(
+                        "\nleft out: {reserved} documents whose site reserves AI training (--include-reserved keeps them, on your responsibility), {noindex} noindex"
+                    );
+                }
+                let included: u64 = r.reserved_included.values().sum();
+                if included > 0 {
+                    s += &format!(
+                        "\nkept {included} documents whose site reserves AI training (--include-reserved): their use is your responsibility"
+                    );
+                }
                 if let (Some(c), Some(path)) = (c, chunks) {
                     s += &format!(
                         "\nexported {} chunks of {} pages to {} ({} chunks of dropped pages left out)",

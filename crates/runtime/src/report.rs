@@ -153,6 +153,11 @@ pub struct CrawlReport {
     pub out_of_scope: i64,
     pub redirects: RedirectStats,
     pub errors: BTreeMap<String, i64>,
+    /// Pages by what they say of themselves: robots directives (`noindex`, `nofollow`,
+    /// `noarchive`) and uses their site reserves (`search_reserved`, `ai_input_reserved`,
+    /// `ai_train_reserved`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policy: BTreeMap<String, i64>,
     pub requests: i64,
     pub retries: i64,
     /// Times a page was put back to wait for its host's unreachable robots.txt.
@@ -262,6 +267,7 @@ impl CrawlReport {
                 left_queued,
             },
             errors,
+            policy: c.policies(),
             warc_files: warc_files.to_vec(),
             interrupted,
             index: None,

@@ -2,7 +2,8 @@
 //!
 //! It serves scenario routes (redirect chains and loops, robots.txt variants, gzip sitemaps,
 //! feeds, spider traps, 429 with Retry-After, slow, huge and gzip-bomb bodies, legacy
-//! charsets, binary content) and, optionally, a directory. Every request is logged with its
+//! charsets, binary content, pages with robots directives and AI-usage signals) and,
+//! optionally, a directory. Every request is logged with its
 //! start and end time so tests can check politeness from the server's side.
 //!
 //! [`web`] is the other site: a synthetic web of millions of pages over many loopback
@@ -10,6 +11,7 @@
 
 mod changing;
 pub mod js;
+pub mod policy;
 mod scenarios;
 pub mod web;
 
@@ -69,6 +71,8 @@ pub struct SiteConfig {
     pub slow_secs: u64,
     /// Append every log entry as a JSON line to this file.
     pub log_file: Option<PathBuf>,
+    /// `/.well-known/tdmrep.json`'s body (`{origin}` replaced); 404 when `None`.
+    pub tdmrep: Option<String>,
 }
 
 impl Default for SiteConfig {
@@ -83,6 +87,7 @@ impl Default for SiteConfig {
             farm_links: 60_000,
             slow_secs: 5,
             log_file: None,
+            tdmrep: None,
         }
     }
 }

@@ -74,7 +74,8 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/dup/{name}", get(dup))
         .route("/changing/{name}", get(crate::changing::changing))
         .route("/scenarios", get(scenarios_index))
-        .merge(crate::js::router());
+        .merge(crate::js::router())
+        .merge(crate::policy::router());
     if !matches!(s.cfg.robots, Robots::FromDir) {
         r = r.route("/robots.txt", get(robots));
     }

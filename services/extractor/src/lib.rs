@@ -43,15 +43,18 @@ pub const MAX_LINKS_PER_PAGE: usize = 50_000;
 
 /// Extracts text and links; never fails: problems are recorded in the page's `error`.
 pub fn process(f: &Fetched) -> Processed {
-    process_with(f, None)
+    process_with(f, None, "trawl")
 }
 
 /// [`process`], and with `rule` (the render mode and rule (A)'s threshold), whether the
 /// page should be rendered: never a page already sent to the browser (`Fetched.render`),
-/// only a 2xx HTML page.
+/// only a 2xx HTML page. The page's robots metas count when generic or named for `agent`
+/// (the crawler's robots.txt name): `nofollow` leaves its links out, and the record
+/// carries the directives and usage signals of its headers, host and metas.
 pub fn process_with(
     f: &Fetched,
     rule: Option<(trawl_core::render::RenderMode, usize)>,
+    agent: &str,
 ) -> Processed {
     let mut page = PageRecord {
         url: f.job.url.clone(),
@@ -69,6 +72,7 @@ pub fn process_with(
         ..PageRecord::default()
     };
     page.render = f.render.clone();
+    let mut policy = f.policy.clone();
     let mut render_reason = None;
     let mut urls: Vec<DiscoveredUrl> = Vec::new();
     let usable = (200..300).contains(&f.status)
@@ -93,8 +97,11 @@ pub fn process_with(
                     page.text = e.text;
                     page.markdown = e.markdown.filter(|m| !m.is_empty());
                     page.meta = e.meta;
-                    urls.extend(links_at(e.links, f.job.depth + 1, UrlKind::Page));
-                    urls.extend(links_at(e.feeds, f.job.depth + 1, UrlKind::Feed));
+                    policy.read_metas(&e.policy_metas, agent);
+                    if policy.robots.nofollow.is_none() {
+                        urls.extend(links_at(e.links, f.job.depth + 1, UrlKind::Page));
+                        urls.extend(links_at(e.feeds, f.job.depth + 1, UrlKind::Feed));
+                    }
                 }
             }
             UrlKind::Sitemap | UrlKind::Feed => {
@@ -126,6 +133,8 @@ pub fn process_with(
             }
         }
     }
+    page.robots = policy.robots;
+    page.usage = policy.usage;
     page.links_found = urls.len();
     if urls.len() > MAX_LINKS_PER_PAGE {
         // A link farm's page, or a sitemap past the protocol's 50,000: the first ones are

@@ -100,6 +100,8 @@ pub struct ExtractorConfig {
     pub render: Option<RenderRoute>,
     /// Send each kept HTML page to the refiner (`refine`).
     pub refine: bool,
+    /// The crawler's robots.txt name: `<meta name="NAME">` directives are ours.
+    pub agent: String,
 }
 
 impl ExtractorConfig {
@@ -127,6 +129,7 @@ impl ExtractorConfig {
                 available: Availability::Known(Arc::new(AtomicBool::new(true))),
             }),
             refine: s.refine,
+            agent: s.robots_agent(),
         }
     }
 }
@@ -293,8 +296,15 @@ pub async fn extract_and_publish(
         .gate
         .as_ref()
         .map_or(GateMethod::SimHash, |g| g.method());
+    let agent = cfg.agent.clone();
     let task = tokio::task::spawn_blocking(move || {
-        let r = extract_one(&msg, boiler.as_deref(), keep, rule, to_browser, method);
+        let how = How {
+            rule,
+            to_browser,
+            method,
+            agent: &agent,
+        };
+        let r = extract_one(&msg, boiler.as_deref(), keep, how);
         (r, msg)
     })
     .await;
@@ -374,25 +384,34 @@ struct Keep {
     refine: bool,
 }
 
-/// Extraction, the host's boilerplate lines out, and the fingerprint of what is left.
+/// How one page is extracted: the render rule, whether a browser takes it, the gate's
+/// sketch, the crawler's name.
+struct How<'a> {
+    rule: Option<(RenderMode, usize)>,
+    to_browser: bool,
+    method: GateMethod,
+    agent: &'a str,
+}
+
+/// Extraction, the host's boilerplate lines out, and the fingerprint of what is left (for
+/// the gate, unless the page is `noindex`: it is never the page a copy is linked to).
 fn extract_one(
     msg: &Fetched,
     boiler: Option<&HostLines>,
     keep: Keep,
-    rule: Option<(RenderMode, usize)>,
-    to_browser: bool,
-    method: GateMethod,
+    how: How<'_>,
 ) -> (Processed, Option<GatePage>) {
     #[cfg(feature = "fault-injection")]
     if poisoned(msg) {
         panic!("poisoned page (TRAWL_FAULT_POISON)");
     }
-    let mut p = process_with(msg, rule);
-    if p.render_reason.is_some() && to_browser {
+    let mut p = process_with(msg, how.rule, how.agent);
+    if p.render_reason.is_some() && how.to_browser {
         // Going to the browser: its rendered version is the one fingerprinted.
         return (p, None);
     }
     let html = (keep.html || keep.refine)
+        && p.doc.page.robots.noarchive.is_none()
         && msg.job.kind == trawl_core::UrlKind::Page
         && !msg.body.is_empty()
         && trawl_body::is_html(msg.content_type.as_deref(), &msg.body);
@@ -415,10 +434,11 @@ fn extract_one(
     if p.doc.page.text.is_empty() {
         return (p, None);
     }
-    let page = GatePage::of(&p.doc.page.text, method);
+    let page = GatePage::of(&p.doc.page.text, how.method);
     p.doc.page.simhash = Some(format!("{:016x}", page.fp.simhash));
     p.doc.page.text_hash = Some(format!("{:032x}", page.fp.exact));
-    (p, Some(page))
+    let gated = p.doc.page.robots.noindex.is_none();
+    (p, gated.then_some(page))
 }
 
 /// The refiner's job for a page: its markup (the browser's DOM for a rendered page) and

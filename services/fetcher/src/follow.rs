@@ -115,7 +115,7 @@ impl Fetcher {
                     status: resp.status,
                 });
             }
-            let fetched = self.finish_response(job, &url, hops, wire_bytes, resp);
+            let fetched = self.finish_response(job, &url, hops, wire_bytes, resp, &rules);
             return Ok(Outcome::Done(Box::new(fetched)));
         }
     }

@@ -81,6 +81,8 @@ pub struct FetcherConfig {
     pub default_backoff: Duration,
     /// Longest Retry-After honoured.
     pub max_backoff: Duration,
+    /// Fetch each host's `/.well-known/tdmrep.json` with its robots.txt.
+    pub tdmrep: bool,
 }
 
 impl FetcherConfig {
@@ -108,6 +110,7 @@ impl FetcherConfig {
             max_retries: 3,
             default_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(600),
+            tdmrep: s.tdmrep,
         }
     }
 

@@ -39,6 +39,7 @@ impl Fetcher {
         hops: Vec<Hop>,
         wire_bytes: u64,
         resp: Response,
+        rules: &crate::robots::HostRules,
     ) -> Fetched {
         let content_type = header_str(&resp.headers, "content-type").map(str::to_string);
         let mut fetched = fetched_record(
@@ -50,6 +51,7 @@ impl Fetcher {
             content_type.clone(),
         );
         fetched.facts = response_facts(&resp);
+        fetched.policy = self.page_policy(url, &resp.headers, rules);
         if resp.truncated {
             fetched.error = Some(failure(
                 "body_too_large",
@@ -124,6 +126,32 @@ impl Fetcher {
             }
         }
         fetched
+    }
+}
+
+impl Fetcher {
+    /// What the response's headers and the host's files say of the page's use.
+    fn page_policy(
+        &self,
+        url: &Url,
+        headers: &HeaderMap,
+        rules: &crate::robots::HostRules,
+    ) -> trawl_core::policy::PagePolicy {
+        let mut p = trawl_core::policy::PagePolicy {
+            usage: rules.usage(url),
+            ..Default::default()
+        };
+        let tags = headers
+            .get_all("x-robots-tag")
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        p.read_headers(
+            tags,
+            header_str(headers, "tdm-reservation"),
+            header_str(headers, "tdm-policy"),
+            &self.cfg.robots_agent,
+        );
+        p
     }
 }
 
@@ -241,5 +269,6 @@ pub(crate) fn fetched_record(
         error: None,
         facts: Default::default(),
         render: None,
+        policy: Default::default(),
     }
 }

@@ -57,9 +57,14 @@ impl Fetcher {
                     RobotsAccess::Unreachable => self.cfg.robots_retry.as_millis() as u64,
                     _ => ttl,
                 };
+                let tdmrep = match access {
+                    RobotsAccess::Unreachable => None,
+                    _ => self.fetch_tdmrep(url, &host, clock).await,
+                };
                 let entry = RobotsEntry {
                     access,
                     fetched_at_ms: now_ms(),
+                    tdmrep,
                 };
                 self.state.robots_put(&host, entry.clone(), ttl).await?;
                 let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
@@ -92,6 +97,19 @@ impl Fetcher {
         self.robots
             .put(&host, rules.clone(), entry.fetched_at_ms + ttl);
         Ok(RobotsDecision::Rules(rules))
+    }
+
+    /// The host's `/.well-known/tdmrep.json` when it answers 2xx with a body of rules
+    /// (redirects followed as for robots.txt); anything else is no file.
+    async fn fetch_tdmrep(&self, url: &Url, host: &str, clock: &mut JobClock) -> Option<Vec<u8>> {
+        if !self.cfg.tdmrep {
+            return None;
+        }
+        let at = url.join("/.well-known/tdmrep.json").ok()?;
+        match self.fetch_robots(&at, host, clock).await {
+            Ok(RobotsAccess::Body(b)) if b.len() <= crate::robots::signals::TDMREP_LIMIT => Some(b),
+            _ => None,
+        }
     }
 
     /// Fetches robots.txt; `Err` only when our own address policy refused the request.

@@ -542,6 +542,7 @@ mod tests {
         let entry = RobotsEntry {
             access: RobotsAccess::Body(rules),
             fetched_at_ms: now_ms(),
+            tdmrep: None,
         };
         state.robots_put("h", entry, 3_600_000).await.unwrap();
         // Disallowed links come first, as a documentation page's links to old editions do.

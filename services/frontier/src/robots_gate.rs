@@ -80,6 +80,7 @@ mod tests {
                 RobotsEntry {
                     access: RobotsAccess::Body(body),
                     fetched_at_ms: 0,
+                    tdmrep: None,
                 },
                 u64::MAX / 2,
             )
@@ -91,6 +92,7 @@ mod tests {
                 RobotsEntry {
                     access: RobotsAccess::Unreachable,
                     fetched_at_ms: 0,
+                    tdmrep: None,
                 },
                 u64::MAX / 2,
             )
@@ -113,6 +115,7 @@ mod tests {
                 RobotsEntry {
                     access: RobotsAccess::Body(body),
                     fetched_at_ms: 2,
+                    tdmrep: None,
                 },
                 u64::MAX / 2,
             )

@@ -87,7 +87,13 @@ impl IndexAction {
     /// Read off the written record alone, so the writer and a resumed crawl replaying
     /// `pages.jsonl` decide alike.
     pub fn of(page: &PageRecord) -> IndexAction {
+        // A page whose text is the same but which now says noindex (or reserves search)
+        // must leave the index all the same.
+        let unwanted = page.robots.noindex.is_some() || page.usage.search.is_reserved();
         match page.change.as_ref() {
+            Some(c) if c.status == ChangeStatus::Same && unwanted => {
+                IndexAction::Remove(trawl_index::indexer::canonical_url(page).to_string())
+            }
             Some(c) if c.status == ChangeStatus::Same => IndexAction::Keep,
             Some(c) if c.status == ChangeStatus::Removed => match &c.unindexed {
                 Some(canonical) => IndexAction::Remove(canonical.clone()),

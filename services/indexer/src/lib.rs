@@ -157,6 +157,23 @@ pub async fn count_pages<'a>(
     Ok(())
 }
 
+/// The page's robots directives and reserved uses, one counter each.
+fn policy_counts(page: &PageRecord, add: &mut impl FnMut(Counter, i64)) {
+    let r = &page.robots;
+    for (on, name) in [
+        (r.noindex.is_some(), "noindex"),
+        (r.nofollow.is_some(), "nofollow"),
+        (r.noarchive.is_some(), "noarchive"),
+        (page.usage.search.is_reserved(), "search_reserved"),
+        (page.usage.ai_input.is_reserved(), "ai_input_reserved"),
+        (page.usage.ai_train.is_reserved(), "ai_train_reserved"),
+    ] {
+        if on {
+            add(Counter::PagesByPolicy(name.to_string()), 1);
+        }
+    }
+}
+
 /// What one page adds to the report's counters, each given to `add`.
 fn page_counts(page: &PageRecord, add: &mut impl FnMut(Counter, i64)) {
     add(Counter::Pages, 1);
@@ -182,6 +199,7 @@ fn page_counts(page: &PageRecord, add: &mut impl FnMut(Counter, i64)) {
     if page.links_dropped > 0 {
         add(Counter::LinksDropped, i64::from(page.links_dropped));
     }
+    policy_counts(page, add);
     add(Counter::WireBytes, page.wire_bytes as i64);
     if let Some(r) = &page.render {
         render_counts(r, add);

@@ -266,6 +266,11 @@ pub struct CrawlSettings {
     /// `refine_*` settings.
     #[cfg_attr(feature = "cli", arg(long))]
     pub refine: bool,
+    /// Read each host's `/.well-known/tdmrep.json` (the W3C TDM Reservation Protocol) with
+    /// its robots.txt, so every record says whether text and data mining is reserved
+    /// (`--no-tdmrep`: the header and meta alone).
+    #[cfg_attr(feature = "cli", arg(long = "no-tdmrep", action = ArgAction::SetFalse))]
+    pub tdmrep: bool,
 }
 
 impl Default for CrawlSettings {
@@ -317,6 +322,7 @@ impl Default for CrawlSettings {
             render_max_requests: 64,
             render_offsite: false,
             refine: false,
+            tdmrep: true,
         }
     }
 }
@@ -450,6 +456,11 @@ pub struct IndexSettings {
     /// Store chunks repeated across pages once (`--no-chunk-dedup`: store every copy).
     #[cfg_attr(feature = "cli", arg(long = "no-chunk-dedup", action = ArgAction::SetFalse))]
     pub chunk_dedup: bool,
+    /// What the index is for: `search`, `ai-input` (retrieval for a model), `ai-train`
+    /// (comma-separated). A page whose site reserves search, or any use named here, is
+    /// recorded but not indexed.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "USE", value_delimiter = ','))]
+    pub purpose: Vec<crate::policy::Purpose>,
 }
 
 impl Default for IndexSettings {
@@ -461,6 +472,7 @@ impl Default for IndexSettings {
             vector_index_min_rows: 50_000,
             chunk_dedup_distance: 2,
             chunk_dedup: true,
+            purpose: vec![crate::policy::Purpose::Search],
         }
     }
 }

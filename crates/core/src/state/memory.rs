@@ -51,9 +51,10 @@ const ROBOTS_CACHE_BYTES: usize = 64 << 20;
 const SWEEP_EVERY: u32 = 4096;
 
 fn robots_size(e: &RobotsEntry) -> usize {
+    let tdmrep = e.tdmrep.as_ref().map_or(0, Vec::len);
     match &e.access {
-        RobotsAccess::Body(b) => b.len(),
-        _ => 0,
+        RobotsAccess::Body(b) => b.len() + tdmrep,
+        _ => tdmrep,
     }
 }
 
@@ -564,6 +565,7 @@ mod tests {
             let e = RobotsEntry {
                 access: RobotsAccess::Body(body.clone()),
                 fetched_at_ms: i,
+                tdmrep: None,
             };
             s.robots_put(&format!("h{i}"), e, 1_000_000).await.unwrap();
         }
@@ -593,6 +595,7 @@ mod tests {
         let e = RobotsEntry {
             access: RobotsAccess::Unavailable,
             fetched_at_ms: 1000,
+            tdmrep: None,
         };
         s.robots_put("a", e.clone(), 50).await.unwrap();
         assert_eq!(s.robots_get("a", 1049).await.unwrap(), Some(e));

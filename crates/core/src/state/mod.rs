@@ -28,6 +28,10 @@ pub enum RobotsAccess {
 pub struct RobotsEntry {
     pub access: RobotsAccess,
     pub fetched_at_ms: u64,
+    /// The host's `/.well-known/tdmrep.json` body, when it answered 2xx (fetched with
+    /// robots.txt, cached with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tdmrep: Option<Vec<u8>>,
 }
 
 /// The result of offering a URL to the host schedule.

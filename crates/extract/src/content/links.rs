@@ -1,6 +1,7 @@
 //! Links for the frontier, read from the same parse as the content: `<a>`/`<area>` hrefs
-//! resolved against `<base>`, `rel=nofollow` and `<meta name=robots>` honoured, meta
-//! refresh targets, the canonical URL and advertised feeds.
+//! resolved against `<base>`, `rel=nofollow` honoured, meta refresh targets, the
+//! canonical URL and advertised feeds; and the page's robots and TDM metas, which the
+//! stage reads for its own crawler name (`trawl_core::policy`).
 
 use url::Url;
 
@@ -15,10 +16,14 @@ pub struct Links {
     pub feeds: Vec<String>,
     /// Absolute `<img src>` addresses in document order (`data:` URIs left out).
     pub images: Vec<String>,
-    /// `<meta name=robots content=nofollow>`: links were not collected.
-    pub nofollow: bool,
-    pub noindex: bool,
+    /// `(name, content)` of the metas that may carry robots directives or a TDM
+    /// reservation (`<meta http-equiv="X-Robots-Tag">` as `robots`), at most
+    /// [`MAX_POLICY_METAS`].
+    pub policy_metas: Vec<(String, String)>,
 }
+
+/// Policy metas kept from one page: a page repeating them a thousand times says nothing more.
+pub const MAX_POLICY_METAS: usize = 16;
 
 fn rel_has(dom: &Dom, i: u32, word: &str) -> bool {
     dom.attr(i, "rel")
@@ -66,11 +71,15 @@ pub fn links(dom: &Dom, url: &Url) -> Links {
             }
             Tag::Meta => {
                 let content = dom.attr(i, "content").unwrap_or("");
-                let name = dom.attr(i, "name").unwrap_or("").to_ascii_lowercase();
-                if name == "robots" || name == "trawl" {
-                    let c = content.to_ascii_lowercase();
-                    out.nofollow |= c.contains("nofollow") || c.contains("none");
-                    out.noindex |= c.contains("noindex") || c.contains("none");
+                let name = match dom.attr(i, "http-equiv") {
+                    Some(e) if e.trim().eq_ignore_ascii_case("x-robots-tag") => "robots",
+                    _ => dom.attr(i, "name").unwrap_or(""),
+                };
+                if out.policy_metas.len() < MAX_POLICY_METAS
+                    && trawl_core::policy::is_policy_meta(name, content)
+                {
+                    out.policy_metas
+                        .push((name.trim().to_ascii_lowercase(), content.trim().to_string()));
                 }
                 if dom
                     .attr(i, "http-equiv")
@@ -90,9 +99,7 @@ pub fn links(dom: &Dom, url: &Url) -> Links {
     }
     let base = base.unwrap_or_else(|| url.clone());
     let resolve = |h: &str| base.join(h.trim()).ok().map(|u| u.to_string());
-    if !out.nofollow {
-        out.links = hrefs.into_iter().filter_map(resolve).collect();
-    }
+    out.links = hrefs.into_iter().filter_map(resolve).collect();
     out.images = images.into_iter().filter_map(resolve).collect();
     out.canonical = out.canonical.as_deref().and_then(resolve);
     out.feeds = std::mem::take(&mut out.feeds)
