@@ -531,6 +531,64 @@ async fn loopback_is_refused_unless_allowed_and_map_matches_the_cli() {
     );
 }
 
+/// `/v2/scrape` of a PDF, a DOCX and a Markdown file answers their Markdown, title and
+/// metadata as a crawl reads them (the same reader); a broken PDF says why it has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_are_scraped_to_markdown() {
+    let site = trawl_testsite::TestSite::start(trawl_testsite::SiteConfig {
+        robots: trawl_testsite::Robots::Status(404),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(args(dir.path(), &[])).await;
+    let scrape = |path: &str| {
+        let (url, body) = (
+            format!("{}/v2/scrape", api.base),
+            json!({"url": site.url(path), "formats": ["markdown"]}).to_string(),
+        );
+        async move { post_json(&url, None, body).await }
+    };
+    let (code, v) = scrape("/docs/guide.pdf").await;
+    assert_eq!(code, 200, "{v}");
+    let d = &v["data"];
+    assert!(
+        d["markdown"].as_str().unwrap().contains("The marmot digs"),
+        "{d}"
+    );
+    assert_eq!(
+        d["metadata"]["title"], "A guide to burrowing animals",
+        "{d}"
+    );
+    assert_eq!(d["metadata"]["numPages"], 2, "{d}");
+    let (code, v) = scrape("/docs/report.docx").await;
+    assert_eq!(code, 200, "{v}");
+    let md = v["data"]["markdown"].as_str().unwrap();
+    assert!(
+        md.contains("# The ocelot") && md.contains("| Cat | Weight |"),
+        "{md}"
+    );
+    let (_, v) = scrape("/docs/README.md").await;
+    assert!(
+        v["data"]["markdown"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Marsupials"),
+        "{v}"
+    );
+    let (code, v) = scrape("/docs/broken.pdf").await;
+    assert_eq!(code, 200, "{v}");
+    assert!(
+        v["data"]["metadata"]["documentError"]
+            .as_str()
+            .unwrap()
+            .contains("unreadable"),
+        "{v}"
+    );
+    api.stop().await;
+}
+
 /// Jobs on the cluster: the four stage services as processes, `trawl serve --cluster` in
 /// front; two crawls with different settings and a batch, one after another on the one
 /// crawl id the services serve (each clears the last and its spec is taken up by every

@@ -7,6 +7,7 @@ mod corpus;
 mod crawl_site;
 mod dedup;
 mod discovery_traps;
+mod documents;
 mod index_search;
 mod page_policy;
 mod politeness;

@@ -172,6 +172,7 @@ pub async fn cleanup(prefix: &str, crawl: &str, redis_url: Option<&str>) {
 }
 pub mod api_site;
 pub mod changing;
+pub mod documents;
 pub mod policy;
 pub mod services;
 pub mod stale;

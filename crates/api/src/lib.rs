@@ -366,8 +366,13 @@ async fn scrape(
             scrape_id: uuid::Uuid::new_v4().to_string(),
             ..Default::default()
         };
-        match url::Url::parse(&f.final_url) {
-            Ok(base) if f.charset.is_some() => {
+        let is_html = trawl_body::is_html(f.content_type.as_deref(), &f.body);
+        let document = (!is_html)
+            .then(|| trawl_doc::kind_of(f.content_type.as_deref(), &f.final_url, &f.body))
+            .flatten();
+        match (document, url::Url::parse(&f.final_url)) {
+            (Some(kind), _) => page::render_document(&f.body, kind, &mut parts),
+            (None, Ok(base)) if f.charset.is_some() => {
                 // The fetcher decoded the page to UTF-8 already.
                 let html = String::from_utf8_lossy(&f.body);
                 page::render_html(&html, &base, &opts, &mut parts)?;

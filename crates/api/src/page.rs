@@ -48,6 +48,33 @@ pub fn render_html(
     Ok(())
 }
 
+/// A document (PDF, DOCX, plain text, Markdown) read as a crawl reads it: its Markdown,
+/// title and metadata; a text's own bytes as its raw form; why it has none, when so.
+pub fn render_document(body: &[u8], kind: trawl_doc::DocKind, parts: &mut PageParts) {
+    use trawl_doc::DocKind;
+    match trawl_doc::extract(body.to_vec(), kind, trawl_doc::Limits::default()) {
+        Ok(d) => {
+            parts.title = d.title;
+            parts.markdown = Some(d.markdown);
+            parts.meta.author = d.author;
+            parts.meta.published = d.created;
+            parts.meta.modified = d.modified;
+            parts.meta.language = d.language;
+            if d.pages > 0 {
+                parts.extra.insert("numPages".into(), d.pages.into());
+            }
+        }
+        Err(e) => {
+            parts
+                .extra
+                .insert("documentError".into(), e.to_string().into());
+        }
+    }
+    if matches!(kind, DocKind::Text | DocKind::Markdown) {
+        parts.raw_html = Some(String::from_utf8_lossy(body).into_owned());
+    }
+}
+
 /// A body that is not HTML: text as its own Markdown, anything else empty.
 pub fn render_other(body: &[u8], content_type: Option<&str>, parts: &mut PageParts) {
     let text = content_type.is_some_and(|t| {

@@ -2,6 +2,8 @@
 //! (a gzip bomb is cut off, not inflated), charset detection for HTML, and whether a body is
 //! HTML at all.
 
+pub mod doc_kind;
+
 use std::io::Read;
 
 use encoding_rs::Encoding;

@@ -230,6 +230,25 @@ pub struct PageRecord {
     /// allowed, reserved or unknown, with where it was said.
     #[serde(default)]
     pub usage: crate::policy::Usage,
+    /// The page was a document (PDF, DOCX, plain text, Markdown) read to text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<DocumentInfo>,
+}
+
+/// What was read of a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DocumentInfo {
+    /// `pdf`, `docx`, `text` or `markdown`.
+    pub kind: String,
+    /// PDF pages read, and those among them with no text layer (scans): their text is
+    /// not in the record.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pages: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub scanned_pages: u32,
+    /// Not read to its end (past the text, page or time limit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 pub(crate) fn is_zero(n: &u32) -> bool {

@@ -65,7 +65,8 @@ type Errors = Rc<RefCell<Vec<String>>>;
 
 enum Gz<R: BufRead> {
     Between(R),
-    Decoding(flate2::bufread::GzDecoder<R>),
+    // Boxed: with the zlib-rs backend (pdf_oxide turns it on) the decoder is large.
+    Decoding(Box<flate2::bufread::GzDecoder<R>>),
     Gone,
 }
 
@@ -86,7 +87,7 @@ impl<R: BufRead> Read for GzMembers<R> {
                     if raw.fill_buf()?.is_empty() {
                         return Ok(0);
                     }
-                    self.state = Gz::Decoding(flate2::bufread::GzDecoder::new(raw));
+                    self.state = Gz::Decoding(Box::new(flate2::bufread::GzDecoder::new(raw)));
                 }
                 Gz::Decoding(mut d) => match d.read(buf) {
                     Ok(0) if !buf.is_empty() => self.state = Gz::Between(d.into_inner()),

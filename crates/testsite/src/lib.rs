@@ -2,14 +2,15 @@
 //!
 //! It serves scenario routes (redirect chains and loops, robots.txt variants, gzip sitemaps,
 //! feeds, spider traps, 429 with Retry-After, slow, huge and gzip-bomb bodies, legacy
-//! charsets, binary content, pages with robots directives and AI-usage signals) and,
-//! optionally, a directory. Every request is logged with its
-//! start and end time so tests can check politeness from the server's side.
+//! charsets, binary content, pages with robots directives and AI-usage signals, documents
+//! that are not HTML) and, optionally, a directory. Every request is logged with its start
+//! and end time so tests can check politeness from the server's side.
 //!
 //! [`web`] is the other site: a synthetic web of millions of pages over many loopback
 //! hosts, for scale tests and benchmarks.
 
 mod changing;
+pub mod docs;
 pub mod js;
 pub mod policy;
 mod scenarios;

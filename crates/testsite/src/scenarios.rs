@@ -75,7 +75,8 @@ pub(crate) fn router(s: Shared) -> Router {
         .route("/changing/{name}", get(crate::changing::changing))
         .route("/scenarios", get(scenarios_index))
         .merge(crate::js::router())
-        .merge(crate::policy::router());
+        .merge(crate::policy::router())
+        .merge(crate::docs::router());
     if !matches!(s.cfg.robots, Robots::FromDir) {
         r = r.route("/robots.txt", get(robots));
     }

@@ -38,6 +38,112 @@ fn links_at(urls: Vec<String>, depth: u32, kind: UrlKind) -> impl Iterator<Item 
     })
 }
 
+/// An HTML page's text, Markdown, metadata and robots metas into its record, its links
+/// (unless it says `nofollow`) into `urls`; the render rule's reason when it wants the
+/// page rendered.
+fn read_html(
+    f: &Fetched,
+    rule: Option<(RenderMode, usize)>,
+    agent: &str,
+    page: &mut PageRecord,
+    policy: &mut trawl_core::policy::PagePolicy,
+    urls: &mut Vec<DiscoveredUrl>,
+) -> Option<&'static str> {
+    let html = String::from_utf8_lossy(&f.body);
+    let base = Url::parse(&f.final_url).ok()?;
+    let e = extract_html(&html, &base);
+    let mut render_reason = None;
+    if f.render.is_none() && trawl_body::is_html(f.content_type.as_deref(), &f.body) {
+        render_reason = match rule {
+            Some((RenderMode::Always, _)) => Some("always"),
+            Some((RenderMode::Auto, max)) => trawl_extract::render_reason(&e.text, &e.shell, max),
+            _ => None,
+        };
+    }
+    page.title = e.title;
+    page.text = e.text;
+    page.markdown = e.markdown.filter(|m| !m.is_empty());
+    page.meta = e.meta;
+    policy.read_metas(&e.policy_metas, agent);
+    if policy.robots.nofollow.is_none() {
+        urls.extend(links_at(e.links, f.job.depth + 1, UrlKind::Page));
+        urls.extend(links_at(e.feeds, f.job.depth + 1, UrlKind::Feed));
+    }
+    render_reason
+}
+
+/// A sitemap's or feed's pages (with their `lastmod`) and nested sitemaps into `urls`.
+fn read_listing(f: &Fetched, page: &mut PageRecord, urls: &mut Vec<DiscoveredUrl>) {
+    let sitemap = f.job.kind == UrlKind::Sitemap;
+    let listing = if sitemap {
+        trawl_extract::parse_sitemap(&f.body)
+    } else {
+        trawl_extract::parse_feed(&f.body)
+    };
+    if let Some(err) = listing.error {
+        page.error = Some(trawl_core::FetchFailure {
+            kind: if sitemap {
+                "sitemap_parse"
+            } else {
+                "feed_parse"
+            }
+            .into(),
+            message: err,
+        });
+    }
+    let lastmod = listing.lastmod;
+    urls.extend(
+        links_at(listing.pages, f.job.depth + 1, UrlKind::Page).map(|mut u| {
+            u.lastmod = lastmod.get(&u.url).cloned();
+            u
+        }),
+    );
+    // Nested sitemaps are the same level of discovery as their index.
+    urls.extend(links_at(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
+}
+
+/// The document a page's body is, when it is one read by `trawl-doc` (not HTML).
+fn document_kind(f: &Fetched) -> Option<trawl_doc::DocKind> {
+    if trawl_body::is_html(f.content_type.as_deref(), &f.body) {
+        return None;
+    }
+    trawl_doc::kind_of(f.content_type.as_deref(), &f.final_url, &f.body)
+}
+
+/// A document's text, Markdown and metadata into its record, or why it has none.
+fn read_document(f: &Fetched, kind: trawl_doc::DocKind, page: &mut PageRecord) {
+    // The defaults: 8 MiB of text (what a page's extraction reads), 5,000 pages, 30 s.
+    let limits = trawl_doc::Limits::default();
+    let mut info = trawl_core::DocumentInfo {
+        kind: kind.as_str().to_string(),
+        ..Default::default()
+    };
+    match trawl_doc::extract(f.body.clone(), kind, limits) {
+        Ok(d) => {
+            page.title = d.title;
+            page.text = d.text;
+            page.markdown = Some(d.markdown).filter(|m| !m.is_empty());
+            page.meta.author = d.author;
+            page.meta.published = d.created;
+            page.meta.modified = d.modified;
+            page.meta.language = d.language;
+            info.pages = d.pages;
+            info.scanned_pages = d.scanned_pages;
+            info.cut = d.cut;
+        }
+        Err(e) => {
+            // A body cut at the cap is why a document does not read: that stays the error.
+            if page.error.is_none() {
+                page.error = Some(trawl_core::FetchFailure {
+                    kind: e.kind().into(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    page.document = Some(info);
+}
+
 /// Links followed from one page or listing, at most: the sitemap protocol's limit per file.
 pub const MAX_LINKS_PER_PAGE: usize = 50_000;
 
@@ -78,59 +184,12 @@ pub fn process_with(
     let usable = (200..300).contains(&f.status)
         && f.error.as_ref().is_none_or(|e| e.kind == "body_too_large");
     if usable {
-        match f.job.kind {
-            UrlKind::Page => {
-                let html = String::from_utf8_lossy(&f.body);
-                if let Ok(base) = Url::parse(&f.final_url) {
-                    let e = extract_html(&html, &base);
-                    if f.render.is_none() && trawl_body::is_html(f.content_type.as_deref(), &f.body)
-                    {
-                        render_reason = match rule {
-                            Some((RenderMode::Always, _)) => Some("always"),
-                            Some((RenderMode::Auto, max)) => {
-                                trawl_extract::render_reason(&e.text, &e.shell, max)
-                            }
-                            _ => None,
-                        };
-                    }
-                    page.title = e.title;
-                    page.text = e.text;
-                    page.markdown = e.markdown.filter(|m| !m.is_empty());
-                    page.meta = e.meta;
-                    policy.read_metas(&e.policy_metas, agent);
-                    if policy.robots.nofollow.is_none() {
-                        urls.extend(links_at(e.links, f.job.depth + 1, UrlKind::Page));
-                        urls.extend(links_at(e.feeds, f.job.depth + 1, UrlKind::Feed));
-                    }
-                }
+        match (f.job.kind, document_kind(f)) {
+            (UrlKind::Page, Some(kind)) => read_document(f, kind, &mut page),
+            (UrlKind::Page, None) => {
+                render_reason = read_html(f, rule, agent, &mut page, &mut policy, &mut urls);
             }
-            UrlKind::Sitemap | UrlKind::Feed => {
-                let listing = if f.job.kind == UrlKind::Sitemap {
-                    trawl_extract::parse_sitemap(&f.body)
-                } else {
-                    trawl_extract::parse_feed(&f.body)
-                };
-                if let Some(err) = listing.error {
-                    page.error = Some(trawl_core::FetchFailure {
-                        kind: if f.job.kind == UrlKind::Sitemap {
-                            "sitemap_parse"
-                        } else {
-                            "feed_parse"
-                        }
-                        .into(),
-                        message: err,
-                    });
-                }
-                let lastmod = listing.lastmod;
-                urls.extend(links_at(listing.pages, f.job.depth + 1, UrlKind::Page).map(
-                    |mut u| {
-                        u.lastmod = lastmod.get(&u.url).cloned();
-                        u
-                    },
-                ));
-                // Nested sitemaps are the same level of discovery as their index.
-                urls.extend(links_at(listing.sitemaps, f.job.depth, UrlKind::Sitemap));
-            }
+            (UrlKind::Sitemap | UrlKind::Feed, _) => read_listing(f, &mut page, &mut urls),
         }
     }
     page.robots = policy.robots;

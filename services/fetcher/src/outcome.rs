@@ -69,18 +69,13 @@ impl Fetcher {
             UrlKind::Page => PAGE_TEXT_MAX,
             UrlKind::Sitemap | UrlKind::Feed => usize::MAX,
         };
-        let decoded = match body::decode_prefix(
+        let (decoded, total) = match body::decode_prefix(
             &resp.payload,
             header_str(&resp.headers, "content-encoding"),
             keep,
             self.cfg.max_decoded_bytes,
         ) {
-            Ok((b, total)) => {
-                if total > b.len() {
-                    fetched.error.get_or_insert_with(|| cut_page(total));
-                }
-                b
-            }
+            Ok(d) => d,
             Err(e) => {
                 let kind = match e {
                     body::BodyError::DecompressionLimit { .. } => "decompression_limit",
@@ -91,38 +86,10 @@ impl Fetcher {
                 return fetched;
             }
         };
-        let mime = content_type.as_deref().map(body::mime_type);
         match job.kind {
             UrlKind::Sitemap | UrlKind::Feed => fetched.body = decoded,
             UrlKind::Page => {
-                if body::is_html(content_type.as_deref(), &decoded) {
-                    let (mut text, charset) = body::decode_html(&decoded, content_type.as_deref());
-                    if text.len() > PAGE_TEXT_MAX {
-                        // A charset that takes more bytes in UTF-8 than in its own.
-                        let mut cut = PAGE_TEXT_MAX;
-                        while !text.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        let total = text.len();
-                        text.truncate(cut);
-                        text.shrink_to_fit();
-                        fetched.error.get_or_insert_with(|| cut_page(total));
-                    }
-                    fetched.body = text.into_bytes();
-                    fetched.charset = Some(charset.to_string());
-                } else if self.one_shot {
-                    // A single request answers whatever the page is (text, JSON, ...),
-                    // as received and cut to what extraction would read.
-                    fetched.body = decoded;
-                } else {
-                    fetched.error = Some(failure(
-                        "unsupported_content_type",
-                        format!(
-                            "{} is not HTML: recorded, not extracted",
-                            mime.as_deref().unwrap_or("unknown type")
-                        ),
-                    ));
-                }
+                self.keep_page_body(&mut fetched, decoded, total, &resp, content_type.as_deref())
             }
         }
         fetched
@@ -130,6 +97,71 @@ impl Fetcher {
 }
 
 impl Fetcher {
+    /// What a page's record carries of its body (`decoded`: its first part, of `total`
+    /// bytes decoded): HTML, plain text and Markdown decoded to UTF-8 and cut at what
+    /// extraction reads; a PDF or DOCX whole, to the body cap, for the extractor's
+    /// document reader; anything else nothing (`unsupported_content_type`), but for a
+    /// single request, which answers whatever the page is.
+    fn keep_page_body(
+        &self,
+        fetched: &mut Fetched,
+        decoded: Vec<u8>,
+        total: usize,
+        resp: &Response,
+        content_type: Option<&str>,
+    ) {
+        use body::doc_kind::DocKind;
+        let kind = body::doc_kind::kind_of(content_type, &fetched.final_url, &decoded);
+        if body::is_html(content_type, &decoded)
+            || matches!(kind, Some(DocKind::Text | DocKind::Markdown))
+        {
+            if total > decoded.len() {
+                fetched.error.get_or_insert_with(|| cut_page(total));
+            }
+            let (mut text, charset) = body::decode_html(&decoded, content_type);
+            if text.len() > PAGE_TEXT_MAX {
+                // A charset that takes more bytes in UTF-8 than in its own.
+                let mut cut = PAGE_TEXT_MAX;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let total = text.len();
+                text.truncate(cut);
+                text.shrink_to_fit();
+                fetched.error.get_or_insert_with(|| cut_page(total));
+            }
+            fetched.body = text.into_bytes();
+            fetched.charset = Some(charset.to_string());
+        } else if kind.is_some() {
+            // A document is read whole: its first part alone is no document.
+            fetched.body = if total > decoded.len() {
+                body::decode_prefix(
+                    &resp.payload,
+                    header_str(&resp.headers, "content-encoding"),
+                    usize::MAX,
+                    self.cfg.max_decoded_bytes,
+                )
+                .map(|(b, _)| b)
+                .unwrap_or(decoded)
+            } else {
+                decoded
+            };
+        } else if self.one_shot {
+            // A single request answers whatever the page is (text, JSON, ...),
+            // as received and cut to what extraction would read.
+            fetched.body = decoded;
+        } else {
+            let mime = content_type.map(body::mime_type);
+            fetched.error = Some(failure(
+                "unsupported_content_type",
+                format!(
+                    "{} is not HTML nor a document read here: recorded, not extracted",
+                    mime.as_deref().unwrap_or("unknown type")
+                ),
+            ));
+        }
+    }
+
     /// What the response's headers and the host's files say of the page's use.
     fn page_policy(
         &self,

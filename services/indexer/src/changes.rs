@@ -134,7 +134,14 @@ impl Recrawl {
             && page.error.as_ref().is_none_or(|e| {
                 matches!(
                     e.kind.as_str(),
-                    "unsupported_content_type" | "body_too_large" | "extract_failed"
+                    "unsupported_content_type"
+                        | "body_too_large"
+                        | "extract_failed"
+                        | "document_unreadable"
+                        | "document_too_large"
+                        | "document_encrypted"
+                        | "document_timeout"
+                        | "document_failed"
                 )
             });
         let failed = page.status >= 500
