@@ -522,7 +522,10 @@ async fn a_full_warc_disk_stops_the_crawl() {
             .flat_map(|f| {
                 let mut ids = Vec::new();
                 if let Ok(r) = warc::WarcReader::from_path_gzip(f) {
-                    for rec in r.iter_records().flatten() {
+                    // The file ends where the disk filled: its reader errs at the torn
+                    // record, and may err again at every call after it.
+                    for rec in r.iter_records() {
+                        let Ok(rec) = rec else { break };
                         ids.push(rec.warc_id().to_string());
                     }
                 }

@@ -150,7 +150,12 @@ fn interrupt_stops_cleanly_and_keeps_what_was_done() {
     let served = site
         .log()
         .iter()
-        .filter(|e| e.target != "/robots.txt")
+        .filter(|e| {
+            !matches!(
+                e.target.as_str(),
+                "/robots.txt" | "/.well-known/tdmrep.json"
+            )
+        })
         .count();
     assert_eq!(served, n, "fetched pages missing from pages.jsonl");
     drop(site);

@@ -51,7 +51,8 @@ pub(crate) fn extract(
             break;
         }
     }
-    if out.title.is_none() {
+    // A scan's only text is what was printed around its images (a date, an address).
+    if out.title.is_none() && out.scanned_pages < out.pages {
         out.title = out
             .text
             .lines()

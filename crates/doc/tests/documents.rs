@@ -32,6 +32,13 @@ fn a_pdf_s_text_pages_and_metadata() {
 }
 
 #[test]
+fn a_scan_gets_no_title_from_its_margins() {
+    let d = extract(docs::pdf("", &[], true), DocKind::Pdf, Limits::default()).unwrap();
+    assert_eq!((d.pages, d.scanned_pages), (1, 1), "{d:?}");
+    assert_eq!(d.title, None, "{d:?}");
+}
+
+#[test]
 fn limits_cut_a_pdf_between_pages() {
     let bytes = docs::pdf("T", &[&["one"], &["two"], &["three"]], false);
     let limits = Limits {

@@ -21,6 +21,13 @@ pub(crate) enum RobotsDecision {
     Refused(FetchFailure),
 }
 
+/// Makes the next request to `host` wait at least `crawl_delay` after the last one.
+fn hold(clock: &mut JobClock, host: &str, crawl_delay: Option<std::time::Duration>) {
+    if let (Some(cd), Some(h)) = (crawl_delay, clock.hosts.get_mut(host)) {
+        h.gap = h.gap.max(cd);
+    }
+}
+
 impl Fetcher {
     /// The robots rules of `url`'s host: local cache, then shared state, then the network.
     pub(crate) async fn rules_for(
@@ -57,24 +64,23 @@ impl Fetcher {
                     RobotsAccess::Unreachable => self.cfg.robots_retry.as_millis() as u64,
                     _ => ttl,
                 };
-                let tdmrep = match access {
-                    RobotsAccess::Unreachable => None,
-                    _ => self.fetch_tdmrep(url, &host, clock).await,
-                };
-                let entry = RobotsEntry {
+                let mut entry = RobotsEntry {
                     access,
                     fetched_at_ms: now_ms(),
-                    tdmrep,
+                    tdmrep: None,
                 };
+                // The file just fetched may ask for a longer gap than the one it was fetched
+                // under: the next request (tdmrep.json, then the page) waits for it.
+                let crawl_delay = HostRules::from_entry(&entry, &self.cfg.robots_agent)
+                    .robots
+                    .crawl_delay();
+                hold(clock, &host, crawl_delay);
+                if entry.access != RobotsAccess::Unreachable {
+                    entry.tdmrep = self.fetch_tdmrep(url, &host, clock).await;
+                    hold(clock, &host, crawl_delay);
+                }
                 self.state.robots_put(&host, entry.clone(), ttl).await?;
                 let rules = HostRules::from_entry(&entry, &self.cfg.robots_agent);
-                // The file just fetched may ask for a longer gap than the one it was fetched
-                // under: the next request waits for it.
-                if let (Some(cd), Some(h)) =
-                    (rules.robots.crawl_delay(), clock.hosts.get_mut(&host))
-                {
-                    h.gap = h.gap.max(cd);
-                }
                 // Announce sitemaps once per fetch of robots.txt; the frontier's scope and
                 // seen-set decide whether they are crawled.
                 discovered.extend(rules.robots.sitemaps().iter().map(|s| DiscoveredUrl {
