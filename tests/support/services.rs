@@ -190,11 +190,15 @@ impl Stack {
             ("TRAWL_CRAWL", self.crawl.as_str()),
             ("TRAWL_QUEUE_PREFIX", self.prefix.as_str()),
         ];
-        // The servers the stack was started against, when they are not the shared ones.
+        // The servers the stack was started against, when they are not the shared ones,
+        // and the settings that shape its streams: `submit` creates a stream the services
+        // have not yet, and a stream made with another ack wait is another configuration.
         for key in [
             "TRAWL_NATS_URL",
             "TRAWL_REDIS_URL",
             "TRAWL_REDIS_STATE_URLS",
+            "TRAWL_ACK_WAIT_S",
+            "TRAWL_MAX_DELIVER",
         ] {
             if let Some(v) = self.var(key) {
                 env.push((key, v));

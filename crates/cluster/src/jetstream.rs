@@ -183,7 +183,7 @@ impl<M> JetStreamQueue<M> {
     /// Creates (or opens) the stream, its dead-letter stream and the durable consumer.
     pub async fn connect(client: &async_nats::Client, cfg: QueueConfig) -> CoreResult<Self> {
         let js = jetstream::new(client.clone());
-        let stream = js
+        let created = js
             .get_or_create_stream(stream::Config {
                 name: cfg.stream.clone(),
                 subjects: vec![cfg.subject.clone()],
@@ -194,9 +194,17 @@ impl<M> JetStreamQueue<M> {
                 duplicate_window: cfg.duplicate_window(),
                 ..Default::default()
             })
-            .await
-            .map_err(|e| backend("stream", e))?;
-        let mut stream = stream;
+            .await;
+        let mut stream = match created {
+            Ok(s) => s,
+            // Another process (a service, `trawl submit`) created it between this one's
+            // look and its create, under other limits: it is taken as it is, and the
+            // limits that matter are raised below.
+            Err(e) => js
+                .get_stream(&cfg.stream)
+                .await
+                .map_err(|_| backend("stream", e))?,
+        };
         // A stream made before under other limits (the fetch hop's depth) takes these.
         let mut config = stream
             .info()
@@ -214,7 +222,7 @@ impl<M> JetStreamQueue<M> {
                 .map_err(|e| backend("stream update", e))?;
         }
         dead_letter_stream(&js, &cfg).await?;
-        let consumer: PullConsumer = stream
+        let created: Result<PullConsumer, _> = stream
             .get_or_create_consumer(
                 &cfg.consumer,
                 jetstream::consumer::pull::Config {
@@ -226,8 +234,15 @@ impl<M> JetStreamQueue<M> {
                     ..Default::default()
                 },
             )
-            .await
-            .map_err(|e| backend("consumer", e))?;
+            .await;
+        let consumer: PullConsumer = match created {
+            Ok(c) => c,
+            // The same race for the durable consumer: the one that won is the one used.
+            Err(e) => stream
+                .get_consumer(&cfg.consumer)
+                .await
+                .map_err(|_| backend("consumer", e))?,
+        };
         let advisories = tokio::spawn(watch_max_deliveries(
             client.clone(),
             js.clone(),

@@ -37,6 +37,27 @@ async fn cleanup(client: &async_nats::Client, c: &QueueConfig) {
     let _ = js.delete_stream(&c.dead_letter_stream).await;
 }
 
+/// Two processes starting a hop at once under other limits (a service, `trawl submit`
+/// with another ack wait): whichever creates the stream and consumer first, both connect.
+#[tokio::test]
+async fn replicas_starting_at_once_under_other_limits_both_connect() {
+    let Some(client) = client().await else { return };
+    for _ in 0..10 {
+        let a = cfg(5, Duration::from_secs(1));
+        let mut b = a.clone();
+        b.ack_wait = Duration::from_secs(120);
+        b.max_deliver = 50;
+        let (qa, qb) = tokio::join!(
+            JetStreamQueue::<u32>::connect(&client, a.clone()),
+            JetStreamQueue::<u32>::connect(&client, b)
+        );
+        let (qa, qb) = (qa.unwrap(), qb.unwrap());
+        qa.publish(7).await.unwrap();
+        assert_eq!(qb.len().await.unwrap(), 1);
+        cleanup(&client, &a).await;
+    }
+}
+
 #[tokio::test]
 async fn published_messages_are_pulled_once_and_acked_away() {
     let Some(client) = client().await else { return };
