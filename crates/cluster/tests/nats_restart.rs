@@ -102,7 +102,12 @@ async fn a_pull_the_dying_server_never_answers_returns() {
         .await
         .expect("a pull whose request the server lost returns")
         .unwrap();
-    assert!(got.is_ok_and(|d| d.is_empty()), "nothing was queued");
+    // It returns: with nothing (the server's expiry ran out), or, when the client saw the
+    // connection drop first (a loaded machine), with the error the stage restarts on.
+    assert!(
+        !matches!(&got, Ok(d) if !d.is_empty()),
+        "nothing was queued: {got:?}"
+    );
     assert!(took < Duration::from_secs(15), "returned after {took:?}");
 
     // The same queue, on the server that came back on its store, moves messages.
