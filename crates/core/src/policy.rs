@@ -308,16 +308,6 @@ impl Usage {
         slot.note(signal, source, policy);
     }
 
-    /// Everything `other` says, merged in (each purpose's stronger signal stays).
-    pub fn merge(&mut self, other: &Usage) {
-        for p in Purpose::ALL {
-            let o = other.get(p);
-            if let Some(src) = o.source {
-                self.note(p, o.signal, src, o.policy.as_deref());
-            }
-        }
-    }
-
     /// A TDM reservation (`1` reserved, `0` not) from `source`. Text and data mining is
     /// what training does; answering from a page now is not mining it, so only AI
     /// training is concerned.

@@ -7,7 +7,6 @@
 use std::time::Instant;
 
 use pdf_oxide::PdfDocument;
-use pdf_oxide::object::Object;
 
 use crate::{DocError, DocText, Limits};
 
@@ -87,10 +86,7 @@ fn info(doc: &PdfDocument, out: &mut DocText) {
         return;
     };
     let get = |k: &str| -> Option<String> {
-        let v = match dict.get(k)? {
-            Object::Reference(_) => doc.resolve_references(dict.get(k)?, 1).ok()?,
-            v => v.clone(),
-        };
+        let v = doc.resolve_references(dict.get(k)?, 1).ok()?;
         let s = pdf_oxide::optional_content::decode_pdf_text_string(v.as_string()?);
         let s = s.trim().to_string();
         (!s.is_empty()).then_some(s)

@@ -12,13 +12,14 @@ pub const TDMREP_LIMIT: usize = 64 * 1024;
 /// What robots.txt and tdmrep.json say for a host.
 #[derive(Debug, Default, Clone)]
 pub struct HostSignals {
-    /// The `Content-Signal` values of the group that applies to this crawler.
-    content_signal: Vec<String>,
+    /// What the `Content-Signal` lines of the group for this crawler say, read once.
+    content_signal: Usage,
     tdmrep: Vec<TdmRule>,
 }
 
+/// One tdmrep.json rule, as the file writes it.
 #[derive(Debug, Clone, Deserialize)]
-struct TdmRule {
+struct RawRule {
     location: String,
     #[serde(rename = "tdm-reservation", default)]
     reservation: Option<serde_json::Value>,
@@ -26,35 +27,44 @@ struct TdmRule {
     policy: Option<String>,
 }
 
+/// One rule, its reservation as text (`1`, `0`, or what the file wrote instead).
+#[derive(Debug, Clone)]
+struct TdmRule {
+    location: String,
+    reservation: String,
+    policy: Option<String>,
+}
+
 impl HostSignals {
     /// Reads robots.txt's body (when there was one) and tdmrep.json's (when there was
     /// one); anything unreadable says nothing.
     pub fn parse(robots: Option<&[u8]>, tdmrep: Option<&[u8]>, agent: &str) -> Self {
+        let mut content_signal = Usage::default();
+        for v in robots
+            .map(|b| content_signals(b, agent))
+            .unwrap_or_default()
+        {
+            content_signal.read_content_signal(&v);
+        }
         Self {
-            content_signal: robots
-                .map(|b| content_signals(b, agent))
-                .unwrap_or_default(),
+            content_signal,
             tdmrep: tdmrep.map(parse_tdmrep).unwrap_or_default(),
         }
     }
 
     /// The signals for one path (with its query) of the host.
     pub fn usage(&self, path: &str) -> Usage {
-        let mut u = Usage::default();
-        for v in &self.content_signal {
-            u.read_content_signal(v);
-        }
+        let mut u = self.content_signal.clone();
         if let Some(rule) = self
             .tdmrep
             .iter()
             .find(|r| pattern_matches(&r.location, path))
         {
-            let reservation = match &rule.reservation {
-                Some(serde_json::Value::Number(n)) => n.to_string(),
-                Some(serde_json::Value::String(s)) => s.clone(),
-                _ => String::new(),
-            };
-            u.read_tdm(&reservation, rule.policy.as_deref(), Source::TdmrepJson);
+            u.read_tdm(
+                &rule.reservation,
+                rule.policy.as_deref(),
+                Source::TdmrepJson,
+            );
         }
         u
     }
@@ -70,7 +80,16 @@ fn parse_tdmrep(body: &[u8]) -> Vec<TdmRule> {
     };
     items
         .into_iter()
-        .filter_map(|v| serde_json::from_value::<TdmRule>(v).ok())
+        .filter_map(|v| serde_json::from_value::<RawRule>(v).ok())
+        .map(|r| TdmRule {
+            location: r.location,
+            reservation: match r.reservation {
+                Some(serde_json::Value::Number(n)) => n.to_string(),
+                Some(serde_json::Value::String(s)) => s,
+                _ => String::new(),
+            },
+            policy: r.policy,
+        })
         .collect()
 }
 
@@ -112,6 +131,7 @@ fn content_signals(body: &[u8], agent: &str) -> Vec<String> {
     let mut star: Vec<String> = Vec::new();
     let mut group: Vec<String> = Vec::new();
     let mut in_agents = false;
+    let agent = agent.to_ascii_lowercase();
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("");
         let Some((key, value)) = line.split_once(':') else {
@@ -135,7 +155,6 @@ fn content_signals(body: &[u8], agent: &str) -> Vec<String> {
         if key != "content-signal" {
             continue;
         }
-        let agent = agent.to_ascii_lowercase();
         if group.is_empty() || group.iter().any(|g| g == "*") {
             star.push(value.to_string());
         }

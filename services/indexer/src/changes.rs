@@ -89,7 +89,7 @@ impl IndexAction {
     pub fn of(page: &PageRecord) -> IndexAction {
         // A page whose text is the same but which now says noindex (or reserves search)
         // must leave the index all the same.
-        let unwanted = page.robots.noindex.is_some() || page.usage.search.is_reserved();
+        let unwanted = trawl_index::indexer::excluded(page, &[]).is_some();
         match page.change.as_ref() {
             Some(c) if c.status == ChangeStatus::Same && unwanted => {
                 IndexAction::Remove(trawl_index::indexer::canonical_url(page).to_string())
