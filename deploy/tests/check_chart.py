@@ -3,11 +3,15 @@ values file in deploy/helm/trawl/ci/, lints it, validates every built-in Kuberne
 against the Kubernetes schemas (kubernetes-validate, strict: unknown fields fail), and
 checks what the chart promises: probes, security context, grace periods, KEDA triggers
 with what the nats-jetstream scaler needs, HPAs when KEDA is off, GPU indexers and
-refiners, the refiner's engine settings, Secret references. Exits non-zero with every
-failure listed."""
+refiners, the refiner's engine settings, Secret references, the chart's own NATS
+JetStream cluster (a StatefulSet whose every server routes to every other, JetStream on a
+volume of its own, the services and KEDA pointed at it, the streams' copies at most its
+servers) or none with an external NATS, and the queue settings the services read. Exits
+non-zero with every failure listed."""
 
 import copy
 import pathlib
+import re
 import sys
 
 import helm_python
@@ -108,6 +112,126 @@ def check_refiner(tag, eff, spec, c, env):
         check(prompt, f"{tag} refiner engine {r['engine']} without its system prompt")
 
 
+def stream_replicas(eff):
+    """TRAWL_STREAM_REPLICAS as the values mean it: queue.streamReplicas, else 3 on the
+    chart's own cluster (at most its servers), 1 on an external NATS."""
+    asked = eff["queue"].get("streamReplicas")
+    if asked is not None:
+        return asked
+    n = eff["nats"]["deploy"]
+    return min(3, n["replicas"]) if n["enabled"] else 1
+
+
+def check_nats(tag, eff, docs):
+    """The chart's own NATS cluster when nats.deploy.enabled, nothing of it otherwise; the
+    services' NATS URL and queue settings either way."""
+    n = eff["nats"]["deploy"]
+    sts = by_kind(docs, "StatefulSet")
+    services = by_kind(docs, "Service")
+    cms = by_kind(docs, "ConfigMap")
+    pdbs = by_kind(docs, "PodDisruptionBudget")
+    cm = cms.get("trawl", {}).get("data", {})
+    q = eff["queue"]
+    want_url = "nats://trawl-nats:4222" if n["enabled"] else eff["nats"]["url"]
+    check(cm.get("TRAWL_NATS_URL") == want_url, f"{tag} TRAWL_NATS_URL {cm.get('TRAWL_NATS_URL')!r}, want {want_url!r}")
+    check(cm.get("TRAWL_STREAM_REPLICAS") == str(stream_replicas(eff)),
+          f"{tag} TRAWL_STREAM_REPLICAS {cm.get('TRAWL_STREAM_REPLICAS')!r}, want {stream_replicas(eff)}")
+    for key, var in [("ackWaitSeconds", "TRAWL_ACK_WAIT_S"), ("claimTtlSeconds", "TRAWL_CLAIM_TTL_S"),
+                     ("claimLeaseSeconds", "TRAWL_CLAIM_LEASE_S"), ("stallAfterSeconds", "TRAWL_STALL_AFTER_S")]:
+        check(cm.get(var) == str(q[key]), f"{tag} {var} {cm.get(var)!r}, values {q[key]}")
+    if not n["enabled"]:
+        check(not sts, f"{tag} a StatefulSet ({', '.join(sts)}) with nats.deploy off")
+        check(not {"trawl-nats", "trawl-nats-headless"} & services.keys(), f"{tag} NATS Services with nats.deploy off")
+        check("trawl-nats-config" not in cms and "trawl-nats" not in pdbs, f"{tag} NATS config or PDB with nats.deploy off")
+        return
+    replicas = n["replicas"]
+    ss = sts.get("trawl-nats")
+    if not check(ss is not None, f"{tag} no NATS StatefulSet"):
+        return
+    spec = ss["spec"]
+    check(spec["replicas"] == replicas, f"{tag} NATS replicas {spec['replicas']}, values {replicas}")
+    check(spec.get("podManagementPolicy") == "Parallel", f"{tag} NATS servers not started in parallel")
+    check(spec["serviceName"] == "trawl-nats-headless", f"{tag} NATS serviceName {spec['serviceName']}")
+    pod = spec["template"]["spec"]
+    (c,) = pod["containers"]
+    check(c["image"] == n["image"], f"{tag} NATS image {c['image']}")
+    check(c["command"] == ["nats-server", "-c", "/etc/nats/nats.conf"], f"{tag} NATS runs {c['command']}")
+    env = {e["name"]: e for e in c.get("env", [])}
+    check(env.get("POD_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
+          f"{tag} NATS without POD_NAME from the downward API")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check(ports == {"client": 4222, "cluster": 6222, "monitor": 8222}, f"{tag} NATS ports {ports}")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        get = c.get(probe, {}).get("httpGet", {})
+        check(get.get("path", "").startswith("/healthz") and get.get("port") == "monitor", f"{tag} NATS {probe} {get}")
+    check(c["startupProbe"]["httpGet"]["path"] == "/healthz", f"{tag} NATS started before JetStream caught up")
+    check(pod["securityContext"].get("runAsNonRoot") is True, f"{tag} NATS may run as root")
+    check(c["securityContext"].get("allowPrivilegeEscalation") is False, f"{tag} NATS privilege escalation")
+    check(c["securityContext"].get("readOnlyRootFilesystem") is True, f"{tag} NATS writable root")
+    check(c["resources"] == n["resources"], f"{tag} NATS resources {c['resources']}")
+    check(pod["terminationGracePeriodSeconds"] > n["lameDuckSeconds"] + n["lameDuckGraceSeconds"],
+          f"{tag} NATS grace {pod['terminationGracePeriodSeconds']}s cuts lame duck mode short")
+    pre = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    check(any(a.startswith("ldm=") for a in pre), f"{tag} NATS stops without lame duck mode: {pre}")
+    check("checksum/config" in spec["template"]["metadata"].get("annotations", {}), f"{tag} NATS pods not rolled on a new nats.conf")
+    # JetStream's file store on each server's own claim.
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    (vct,) = spec.get("volumeClaimTemplates") or [{}]
+    check(vct.get("metadata", {}).get("name") == "data" and mounts.get("data") == "/data",
+          f"{tag} NATS data volume not a claim template mounted at /data")
+    vspec = vct.get("spec", {})
+    check(vspec.get("resources", {}).get("requests", {}).get("storage") == n["storage"]["size"],
+          f"{tag} NATS volume size {vspec.get('resources')}")
+    check(vspec.get("storageClassName") == (n["storage"].get("storageClassName") or None),
+          f"{tag} NATS StorageClass {vspec.get('storageClassName')}")
+    check(vspec.get("accessModes") == ["ReadWriteOnce"], f"{tag} NATS volume access {vspec.get('accessModes')}")
+    # nats.conf: named after the pod, JetStream on the volume, every server in the routes.
+    conf = cms.get("trawl-nats-config", {}).get("data", {}).get("nats.conf", "")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    check(vols.get("config", {}).get("configMap", {}).get("name") == "trawl-nats-config"
+          and mounts.get("config") == "/etc/nats", f"{tag} nats.conf not mounted at /etc/nats")
+    check(re.search(r"^server_name: \$POD_NAME$", conf, re.M), f"{tag} NATS server_name not the pod's name")
+    check(re.search(r'jetstream \{[^}]*store_dir: "/data"', conf), f"{tag} JetStream not on the /data volume")
+    check(re.search(r"^lame_duck_duration: ", conf, re.M), f"{tag} nats.conf without lame_duck_duration")
+    check(re.search(rf"^max_payload: {re.escape(str(n['maxPayload']))}$", conf, re.M), f"{tag} nats.conf max_payload")
+    cluster = re.search(r"^cluster \{(.*?)^\}", conf, re.M | re.S)
+    if replicas > 1:
+        block = cluster.group(1) if check(cluster, f"{tag} nats.conf without a cluster block") else ""
+        routes = re.findall(r'"(nats://[^"]+)"', block)
+        want = [f"nats://trawl-nats-{i}.trawl-nats-headless:6222" for i in range(replicas)]
+        check(routes == want, f"{tag} NATS routes {routes}, want {want}")
+        check(re.search(r'name: "?trawl"?\s', block) and re.search(r"port: 6222\s", block), f"{tag} NATS cluster name or port")
+    else:
+        check(cluster is None, f"{tag} a cluster block on a single NATS server")
+    auth = eff["nats"]["auth"]
+    authz = re.search(r"^authorization \{(.*?)^\}", conf, re.M | re.S)
+    if auth["existingSecret"]:
+        block = authz.group(1) if check(authz, f"{tag} NATS without authorization while nats.auth is set") else ""
+        pairs = ([("token", "NATS_TOKEN", auth["tokenKey"])] if auth.get("tokenKey")
+                 else [("user", "NATS_USER", auth["userKey"]), ("password", "NATS_PASSWORD", auth["passwordKey"])])
+        for field, var, key in pairs:
+            check(re.search(rf"{field}: \${var}\b", block), f"{tag} NATS authorization {field} not ${var}")
+            ref = env.get(var, {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == auth["existingSecret"] and ref.get("key") == key,
+                  f"{tag} NATS {var} not from {auth['existingSecret']}/{key}")
+    else:
+        check(authz is None, f"{tag} NATS authorization without nats.auth.existingSecret")
+    # The headless Service names each server (published before it is ready: the cluster
+    # forms through it); the client Service is what the services and KEDA use.
+    sel = spec["selector"]["matchLabels"]
+    check(spec["template"]["metadata"]["labels"].items() >= sel.items(), f"{tag} NATS pods not matched by their selector")
+    hl = services.get("trawl-nats-headless", {}).get("spec", {})
+    check(hl.get("clusterIP") == "None" and hl.get("publishNotReadyAddresses") is True and hl.get("selector") == sel,
+          f"{tag} NATS headless Service {hl}")
+    check({p["port"] for p in hl.get("ports", [])} == {4222, 6222, 8222}, f"{tag} NATS headless Service ports")
+    cl = services.get("trawl-nats", {}).get("spec", {})
+    check(cl.get("selector") == sel and {p["port"] for p in cl.get("ports", [])} == {4222, 8222},
+          f"{tag} NATS client Service {cl}")
+    pdb = pdbs.get("trawl-nats", {}).get("spec", {})
+    check(pdb.get("maxUnavailable") == 1 and pdb.get("selector", {}).get("matchLabels") == sel, f"{tag} NATS PDB {pdb}")
+    check(stream_replicas(eff) <= replicas, f"{tag} {stream_replicas(eff)} stream copies on {replicas} servers")
+
+
 def check_case(name, values, over):
     docs = render(values)
     tag = f"[{name}]"
@@ -144,8 +268,9 @@ def check_case(name, values, over):
         check(("replicas" in dep["spec"]) != auto, f"{tag} {stage}: replicas set beside an autoscaler or missing without one")
         secret = eff["nats"]["auth"]["existingSecret"]
         if secret:
-            ref = env.get("TRAWL_NATS_PASSWORD", {}).get("valueFrom", {}).get("secretKeyRef", {})
-            check(ref.get("name") == secret, f"{tag} {stage} NATS password not from {secret}")
+            var = "TRAWL_NATS_TOKEN" if eff["nats"]["auth"].get("tokenKey") else "TRAWL_NATS_PASSWORD"
+            ref = env.get(var, {}).get("valueFrom", {}).get("secretKeyRef", {})
+            check(ref.get("name") == secret, f"{tag} {stage} {var} not from {secret}")
         rsecret = eff["redis"]["auth"]["existingSecret"]
         if rsecret:
             ref = env.get("TRAWL_REDIS_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
@@ -234,7 +359,9 @@ def check_case(name, values, over):
             (t,) = so["spec"]["triggers"]
             md = t["metadata"]
             check(t["type"] == "nats-jetstream", f"{tag} {stage} trigger type {t['type']}")
-            check(md.get("natsServerMonitoringEndpoint") == eff["nats"]["monitoringEndpoint"], f"{tag} {stage} monitoring endpoint")
+            # KEDA runs in its own namespace: the chart's own cluster by its namespaced name.
+            want = "trawl-nats.crawl.svc:8222" if eff["nats"]["deploy"]["enabled"] else eff["nats"]["monitoringEndpoint"]
+            check(md.get("natsServerMonitoringEndpoint") == want, f"{tag} {stage} monitoring endpoint {md.get('natsServerMonitoringEndpoint')}")
             check(md.get("stream") == STREAMS[stage], f"{tag} {stage} stream {md.get('stream')}")
             check(md.get("consumer") == stage, f"{tag} {stage} consumer {md.get('consumer')}")
             check(md.get("lagThreshold") == str(eff["stages"][stage]["autoscaling"]["lagThreshold"]), f"{tag} {stage} lag threshold")
@@ -281,6 +408,7 @@ def check_case(name, values, over):
     for stage in STAGES:
         want = eff["stages"][stage]["pdb"]["enabled"]
         check((f"trawl-{stage}" in pdbs) == want, f"{tag} PDB for {stage}: want {want}")
+    check_nats(tag, eff, docs)
     return len(docs)
 
 
@@ -294,6 +422,18 @@ def main():
         over = yaml.safe_load(f.read_text()) or {}
         cases.append((f.name, over, over))
     check(len(cases) >= 5, "fewer than four ci/ values files")
+    # The NATS choices no ci/ file makes on its own.
+    for name, over in [
+        ("external NATS", {"nats": {"deploy": {"enabled": False}, "url": "nats://nats.messaging:4222"}}),
+        ("one NATS server", {"nats": {"deploy": {"replicas": 1}}}),
+        ("R5 on five servers", {"nats": {"deploy": {"replicas": 5}}, "queue": {"streamReplicas": 5}}),
+        ("NATS token", {"nats": {"auth": {"existingSecret": "trawl-nats", "tokenKey": "token"}}}),
+    ]:
+        cases.append((name, over, over))
+    base = yaml.safe_load((CHART / "values.yaml").read_text())
+    check(base["nats"]["deploy"]["enabled"] and base["nats"]["deploy"]["replicas"] == 3,
+          "NATS is not the chart's own three servers by default")
+    check(base["queue"]["ackWaitSeconds"] == 30, "the default ack wait is not 30 s")
     for name, values, over in cases:
         n = check_case(name, values, over)
         print(f"{name}: {n} objects rendered")
@@ -313,12 +453,28 @@ def main():
         ({"refine": {"engine": "openai", "systemPrompt": {"text": "p"}}}, "openai without an endpoint"),
         ({"refine": {"engine": "openai", "endpoint": "http://vllm:8000/v1"}}, "a model engine without a system prompt"),
         ({"stages": {"refiner": {"gpu": {"enabled": True}}}}, "GPU refiners with the extract engine"),
+        ({"nats": {"deploy": {"replicas": 0}}}, "a NATS cluster of no server"),
+        ({"nats": {"deploy": {"replica": 3}}}, "an unknown nats.deploy key"),
+        ({"nats": {"deploy": {"storage": {"size": "lots"}}}}, "a NATS volume size that is no quantity"),
+        ({"nats": {"deploy": {"enabled": False}}, "queue": {"streamReplicas": 6}}, "more stream copies than JetStream keeps"),
+        ({"queue": {"streamReplicas": 0}}, "no copy of the streams"),
+        ({"queue": {"claimLeaseSeconds": "10"}}, "a string for the claim lease"),
+        # Refused by the templates: a NATS cluster that would not work as asked.
+        ({"nats": {"deploy": {"lameDuckSeconds": 60}}}, "a NATS grace period shorter than lame duck mode"),
+        ({"queue": {"claimLeaseSeconds": 900}}, "a claim lease longer than the claim's life"),
     ]:
         try:
             render(bad)
             failures.append(f"values.schema.json accepted {why}")
         except helm_python.HelmError:
             pass
+    # More copies of the streams than the chart's servers: refused at render, saying why.
+    try:
+        render({"queue": {"streamReplicas": 5}})
+        failures.append("the chart rendered 5 stream copies on its 3 NATS servers")
+    except helm_python.HelmError as e:
+        check("queue.streamReplicas 5" in str(e) and "nats.deploy.replicas 3" in str(e),
+              f"5 stream copies on 3 servers refused without saying why: {e}")
     if failures:
         print("\n".join(f"FAIL {f}" for f in failures))
         sys.exit(1)

@@ -8,4 +8,5 @@ mod cluster_shards;
 mod faults;
 mod policy;
 mod recrawl_cluster;
+mod restarts;
 mod settings;

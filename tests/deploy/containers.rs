@@ -2,8 +2,8 @@
 //! `deploy/compose/host-network.yml` (every address on loopback) runs the trawl image's
 //! services over NATS and Redis containers; a crawl of a loopback site submitted from the
 //! host writes every page the embedded crawler writes and indexes them with the model
-//! baked into the indexer image, a fetcher killed and an indexer stopped mid-crawl lose
-//! nothing, the API container (`trawl serve`) answers a scrape of the site, `stop` drains
+//! baked into the indexer image, a fetcher killed, an indexer stopped, and NATS and Redis
+//! killed and started again mid-crawl lose nothing, the API container (`trawl serve`) answers a scrape of the site, `stop` drains
 //! every service (exit 0), and every trawl container runs as uid
 //! 10001 on a read-only root filesystem. Needs a Docker engine (`scripts/docker.sh`, which
 //! the test command runs); skipped with the reason otherwise.
@@ -96,9 +96,6 @@ impl Stack {
             // The ingester's archives: a directory of the test's, not one in the checkout.
             .env("TRAWL_ARCHIVES_DIR", &self.data)
             .env("TRAWL_CRAWL", &self.crawl)
-            // The killed fetcher's job and host come back within seconds.
-            .env("TRAWL_ACK_WAIT_S", "5")
-            .env("TRAWL_CLAIM_TTL_S", "5")
             // The API container scrapes the loopback test site.
             .env("TRAWL_API_ALLOW_PRIVATE", "true")
             .output()
@@ -290,6 +287,13 @@ async fn the_compose_stack_crawls_what_the_embedded_crawler_crawls() {
     );
     assert_eq!(Stack::inspect("indexer", "{{.State.ExitCode}}"), "0");
     ok(stack.compose(&["start", "indexer"]), "starting the indexer");
+    // Then the backends, killed (SIGKILL) and started again on their volumes: the stages
+    // ride through both with the default ack wait, claim lease and lifetime.
+    for backend in ["nats", "redis"] {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        Stack::docker(&["kill", &Stack::container(backend)]);
+        Stack::docker(&["start", &Stack::container(backend)]);
+    }
     let report = waiter.await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
     assert_eq!(report["dead_letters"], 0, "{report}");

@@ -127,6 +127,8 @@ pub struct Stack {
     pub prefix: String,
     pub out: tempfile::TempDir,
     pub services: Services,
+    /// Each service's metrics port (`/healthz`, `/readyz`, `/metrics`), in start order.
+    pub ports: Vec<u16>,
     trawl: PathBuf,
     paths: Vec<PathBuf>,
     /// The index in [`NAMES`] of each service, in start order.
@@ -158,15 +160,19 @@ impl Stack {
         ];
         env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
         let mut services = Services(Vec::new());
+        let mut ports = Vec::new();
         for &stage in stages {
-            let c = spawn(&paths[stage], &env, free_port());
+            let port = free_port();
+            let c = spawn(&paths[stage], &env, port);
             services.0.push((NAMES[stage].to_string(), c));
+            ports.push(port);
         }
         Stack {
             crawl,
             prefix,
             out,
             services,
+            ports,
             trawl: paths[0].clone(),
             paths: paths.to_vec(),
             stages: stages.to_vec(),
@@ -180,7 +186,8 @@ impl Stack {
         let (_, c) = &mut self.services.0[i];
         let _ = c.kill();
         let _ = c.wait();
-        *c = spawn(&self.paths[self.stages[i]], &self.env, free_port());
+        self.ports[i] = free_port();
+        *c = spawn(&self.paths[self.stages[i]], &self.env, self.ports[i]);
     }
 
     /// `trawl submit ARGS... --wait` for the stack's crawl, started now; the handle yields
@@ -199,6 +206,7 @@ impl Stack {
             "TRAWL_REDIS_STATE_URLS",
             "TRAWL_ACK_WAIT_S",
             "TRAWL_MAX_DELIVER",
+            "TRAWL_STREAM_REPLICAS",
         ] {
             if let Some(v) = self.var(key) {
                 env.push((key, v));

@@ -1,5 +1,6 @@
-//! Every service's HTTP endpoints: `/healthz` (alive), `/readyz` (the stage serves and NATS
-//! is connected) and `/metrics` (Prometheus text). GET only: nothing here changes state.
+//! Every service's HTTP endpoints: `/healthz` (alive and not stalled), `/readyz` (the stage serves, NATS
+//! is connected, and no hop it consumes has messages waiting while it consumed nothing for
+//! `stall_after_s`) and `/metrics` (Prometheus text). GET only: nothing here changes state.
 //!
 //! `/metrics` answers from a snapshot a background task refreshes every
 //! [`REFRESH`] over one Redis connection, each gathering under a deadline: a scrape never
@@ -30,6 +31,10 @@ pub const GATHER_TIMEOUT: Duration = Duration::from_secs(4);
 struct Snapshot {
     hops: String,
     counters: String,
+    consumers: String,
+    /// Why the stage is stalled, when it is: a hop it consumes has messages waiting and
+    /// it consumed nothing for `stall_after_s`.
+    stalled: Option<String>,
     at: Option<Instant>,
 }
 
@@ -49,22 +54,44 @@ pub async fn serve_http(
     let snapshot = Arc::new(Mutex::new(Snapshot::default()));
     tokio::spawn(refresh(
         Arc::new(settings),
+        stage,
         client.clone(),
         snapshot.clone(),
     ));
-    let (r1, c1) = (ready.clone(), client);
+    let (r1, c1, s1, s2) = (ready.clone(), client, snapshot.clone(), snapshot.clone());
     let app = axum::Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            // Alive unless stalled: a stage that consumes nothing while work waits is
+            // restarted by Kubernetes's liveness probe, not only taken out of service.
+            get(move || {
+                let s = s2.clone();
+                async move {
+                    let stalled = s.lock().unwrap_or_else(|e| e.into_inner()).stalled.clone();
+                    match stalled {
+                        Some(why) => (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            format!("stalled: {why}"),
+                        ),
+                        None => (axum::http::StatusCode::OK, "ok".to_string()),
+                    }
+                }
+            }),
+        )
         .route(
             "/readyz",
             get(move || {
-                let (r, c) = (r1.clone(), c1.clone());
+                let (r, c, s) = (r1.clone(), c1.clone(), s1.clone());
                 async move {
                     let nats = c.connection_state() == async_nats::connection::State::Connected;
-                    if r.load(Ordering::Relaxed) && nats {
-                        (axum::http::StatusCode::OK, "ready")
-                    } else {
-                        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready")
+                    let stalled = s.lock().unwrap_or_else(|e| e.into_inner()).stalled.clone();
+                    let unavailable = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                    match stalled {
+                        Some(why) => (unavailable, format!("not ready: {why}")),
+                        None if r.load(Ordering::Relaxed) && nats => {
+                            (axum::http::StatusCode::OK, "ready".to_string())
+                        }
+                        None => (unavailable, "not ready".to_string()),
                     }
                 }
             }),
@@ -84,19 +111,33 @@ fn metrics_text(stage: Stage, snapshot: &Mutex<Snapshot>, ready: &AtomicBool) ->
     let age = snap.at.map_or(-1.0, |t| t.elapsed().as_secs_f64());
     format!(
         "# TYPE trawl_{stage}_ready gauge\ntrawl_{stage}_ready {}\n\
-         # TYPE trawl_{stage}_metrics_age_seconds gauge\ntrawl_{stage}_metrics_age_seconds {age:.1}\n{}{}",
-        u8::from(ready.load(Ordering::Relaxed)),
+         # TYPE trawl_{stage}_stalled gauge\ntrawl_{stage}_stalled {}\n\
+         # TYPE trawl_{stage}_metrics_age_seconds gauge\ntrawl_{stage}_metrics_age_seconds {age:.1}\n{}{}{}",
+        u8::from(ready.load(Ordering::Relaxed) && snap.stalled.is_none()),
+        u8::from(snap.stalled.is_some()),
         snap.hops,
+        snap.consumers,
         snap.counters
     )
 }
 
 /// Gathers the series every [`REFRESH`], each backend's under its own deadline: one that
 /// does not answer keeps its last series, and never hides the other's.
-async fn refresh(settings: Arc<Settings>, client: async_nats::Client, snap: Arc<Mutex<Snapshot>>) {
+async fn refresh(
+    settings: Arc<Settings>,
+    stage: Stage,
+    client: async_nats::Client,
+    snap: Arc<Mutex<Snapshot>>,
+) {
     let mut redis: Option<ConnectionManager> = None;
+    let started = Instant::now();
     loop {
         let hops = tokio::time::timeout(GATHER_TIMEOUT, hops_text(&settings, &client)).await;
+        let consumers = tokio::time::timeout(
+            GATHER_TIMEOUT,
+            consumers_text(&settings, stage, &client, started.elapsed()),
+        )
+        .await;
         let counters =
             tokio::time::timeout(GATHER_TIMEOUT, counters_text(&settings, &mut redis)).await;
         {
@@ -104,6 +145,19 @@ async fn refresh(settings: Arc<Settings>, client: async_nats::Client, snap: Arc<
             let fresh = hops.is_ok() || matches!(counters, Ok(Some(_)));
             if let Ok(t) = hops {
                 s.hops = t;
+            }
+            // Unread (NATS away): the last reading stands; NATS's own state makes the
+            // stage unready meanwhile.
+            if let Ok((t, stalled)) = consumers {
+                if stalled.is_some() && s.stalled.is_none() {
+                    tracing::error!(
+                        stage = stage.name(),
+                        "stalled, reporting not ready: {}",
+                        stalled.as_deref().unwrap_or_default()
+                    );
+                }
+                s.consumers = t;
+                s.stalled = stalled;
             }
             match counters {
                 Ok(Some(t)) => s.counters = t,
@@ -135,6 +189,49 @@ async fn hops_text(s: &Settings, client: &async_nats::Client) -> String {
         ));
     }
     out
+}
+
+/// The consumers of the hops `stage` consumes, as the server sees them and as this process
+/// last got something done on them; and why the stage is stalled, when it is.
+async fn consumers_text(
+    s: &Settings,
+    stage: Stage,
+    client: &async_nats::Client,
+    up_for: Duration,
+) -> (String, Option<String>) {
+    let js = async_nats::jetstream::new(client.clone());
+    let after = Duration::from_secs(s.cluster.stall_after_s.max(1));
+    let mut out = String::new();
+    let mut stalled = None;
+    for hop in trawl_core::pipeline::Hop::ALL
+        .into_iter()
+        .filter(|h| h.consumer() == stage)
+    {
+        let Some(c) = crate::jetstream::consumer_stats_of(&js, &s.cluster, hop).await else {
+            continue;
+        };
+        let stream = crate::jetstream::QueueConfig::from_settings(&s.cluster, hop).stream;
+        let idle = crate::activity::idle_for(&stream);
+        let labels = format!("hop=\"{hop}\",consumer=\"{}\"", c.consumer);
+        out.push_str(&format!(
+            "trawl_queue_consumer_waiting_messages{{{labels}}} {}\n\
+             trawl_queue_consumer_unacked_messages{{{labels}}} {}\n\
+             trawl_queue_consumer_redelivered_messages{{{labels}}} {}\n\
+             trawl_{stage}_idle_seconds{{hop=\"{hop}\"}} {:.1}\n",
+            c.waiting,
+            c.unacked,
+            c.redelivered,
+            idle.unwrap_or(up_for).as_secs_f64(),
+        ));
+        if stalled.is_none() && crate::activity::stalled(c.waiting, idle, up_for, after) {
+            stalled = Some(format!(
+                "{} messages wait on {hop} and this replica consumed none for {}s",
+                c.waiting,
+                idle.unwrap_or(up_for).as_secs()
+            ));
+        }
+    }
+    (out, stalled)
 }
 
 /// The crawl's shared counters (pages by status, robots blocks, duplicates, errors by

@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::HeaderMap;
@@ -24,6 +24,72 @@ use trawl_core::pipeline::Hop;
 use trawl_core::queue::{Delivery, Queue};
 use trawl_core::settings::ClusterSettings;
 use trawl_core::{CoreError, CoreResult};
+
+/// How long a publish is sent again while its ack does not come.
+pub const PUBLISH_RETRY_FOR: Duration = Duration::from_secs(60);
+/// How long pulls may fail in a row before the failure is the stage's (which then starts
+/// again with a fresh connection).
+pub const PULL_RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// Whether a failed publish may be sent again: not when the message can never fit or the
+/// stream refused it for its contents.
+fn publish_retryable(e: &async_nats::jetstream::context::PublishError) -> bool {
+    use async_nats::jetstream::context::PublishErrorKind as K;
+    !matches!(
+        e.kind(),
+        K::MaxPayloadExceeded | K::WrongLastMessageId | K::WrongLastSequence
+    )
+}
+
+/// Waits between the tries of a call to a server that is away, for up to a budget; says
+/// once that it waits and once that it is back.
+struct Retry {
+    started: std::time::Instant,
+    budget: Duration,
+    pause: Duration,
+    tries: u32,
+}
+
+impl Retry {
+    fn new(budget: Duration) -> Self {
+        Retry {
+            started: std::time::Instant::now(),
+            budget,
+            pause: Duration::from_millis(100),
+            tries: 0,
+        }
+    }
+
+    /// Sleeps before the next try; the error once the budget is spent.
+    async fn wait(
+        &mut self,
+        stream: &str,
+        what: &str,
+        e: &(dyn std::fmt::Display + Sync),
+    ) -> CoreResult<()> {
+        if self.started.elapsed() + self.pause > self.budget {
+            return Err(backend(what, format!("{e} (tried for {:?})", self.budget)));
+        }
+        if self.tries == 0 {
+            tracing::warn!(stream, "{what} failed, trying again: {e}");
+        }
+        self.tries += 1;
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(Duration::from_secs(2));
+        Ok(())
+    }
+
+    fn recovered(&self, stream: &str, what: &str) {
+        if self.tries > 0 {
+            tracing::info!(
+                stream,
+                tries = self.tries,
+                "{what} went through after {:?}",
+                self.started.elapsed()
+            );
+        }
+    }
+}
 
 /// How long past a pull request's own expiry (none for a no-wait fetch) its answer is
 /// awaited: async-nats gives a batch the same grace.
@@ -49,6 +115,9 @@ pub struct QueueConfig {
     /// ([`dead_letter_subject_of`]), so a crawl's letters can be read alone.
     pub dead_letter_stream: String,
     pub dead_letter_subject: String,
+    /// Copies the server keeps of the stream and its dead letters (a JetStream cluster's
+    /// replication factor).
+    pub replicas: usize,
 }
 
 /// A crawl id as one NATS subject token (and consumer-name part): its safe characters,
@@ -89,6 +158,7 @@ pub(crate) async fn dead_letter_stream(
             name: cfg.dead_letter_stream.clone(),
             subjects: subjects.clone(),
             storage: stream::StorageType::File,
+            num_replicas: cfg.replicas,
             ..Default::default()
         })
         .await
@@ -99,8 +169,9 @@ pub(crate) async fn dead_letter_stream(
         .map_err(|e| backend("dead-letter stream info", e))?
         .config
         .clone();
-    if config.subjects != subjects {
+    if config.subjects != subjects || config.num_replicas < cfg.replicas {
         config.subjects = subjects;
+        config.num_replicas = config.num_replicas.max(cfg.replicas);
         js.update_stream(config)
             .await
             .map_err(|e| backend("dead-letter stream update", e))?;
@@ -153,6 +224,7 @@ impl QueueConfig {
             },
             dead_letter_stream: format!("{}_DLQ_{}", up(prefix), up(name)),
             dead_letter_subject: format!("{prefix}.dlq.{name}"),
+            replicas: cluster.stream_replicas.clamp(1, 5),
         }
     }
 }
@@ -165,17 +237,83 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
 pub struct JetStreamQueue<M> {
     js: jetstream::Context,
     stream: tokio::sync::Mutex<stream::Stream>,
-    consumer: PullConsumer,
+    /// Made again when messages are stranded below it ([`JetStreamQueue::unstrand`]).
+    consumer: Mutex<PullConsumer>,
+    strand: tokio::sync::Mutex<Strand>,
     cfg: QueueConfig,
-    inflight: Mutex<HashMap<u64, (jetstream::Message, u32)>>,
+    inflight: Inflight,
     next_id: AtomicU64,
+    /// Since when pulls have failed in a row, if they do.
+    pull_failing: Mutex<Option<std::time::Instant>>,
     advisories: tokio::task::JoinHandle<()>,
+    keep_alive: tokio::task::JoinHandle<()>,
     _m: PhantomData<fn() -> M>,
 }
 
 impl<M> Drop for JetStreamQueue<M> {
     fn drop(&mut self) {
         self.advisories.abort();
+        self.keep_alive.abort();
+    }
+}
+
+/// The deliveries this process holds: the message, its delivery count, and when it came.
+type Inflight = Arc<Mutex<HashMap<u64, (jetstream::Message, u32, std::time::Instant)>>>;
+
+/// How long a held delivery is kept alive at most: work that takes longer is taken to be
+/// stuck, and its message is handed out again after the ack wait.
+fn keep_alive_for(ack_wait: Duration) -> Duration {
+    (ack_wait * 10).max(Duration::from_secs(600))
+}
+
+/// How often a consumer that pulled nothing asks whether messages are stranded.
+const STRAND_CHECK: Duration = Duration::from_secs(2);
+
+/// The last look for stranded messages, and the stream's first message then, when they
+/// looked stranded.
+#[derive(Default)]
+struct Strand {
+    checked: Option<std::time::Instant>,
+    first: Option<u64>,
+}
+
+/// The durable pull consumer of a hop: explicit acks, the hop's delivery limits.
+fn consumer_config(cfg: &QueueConfig) -> jetstream::consumer::pull::Config {
+    jetstream::consumer::pull::Config {
+        durable_name: Some(cfg.consumer.clone()),
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        max_deliver: cfg.max_deliver,
+        ack_wait: cfg.ack_wait,
+        filter_subject: cfg.subject.clone(),
+        // As many copies as the stream (0: the stream's).
+        num_replicas: 0,
+        ..Default::default()
+    }
+}
+
+/// Tells the server, every third of the ack wait, that each delivery this process holds
+/// is still being worked on. So the ack wait only says how soon a dead replica's messages
+/// come back, whatever the work's length (a slow page, a long render, a big document):
+/// it can be short without a live replica's work being handed to another.
+async fn keep_alive(inflight: Inflight, every: Duration, at_most: Duration) {
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let held: Vec<jetstream::Message> = inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|(_, _, since)| since.elapsed() < at_most)
+            .map(|(m, _, _)| m.clone())
+            .collect();
+        for m in held {
+            // A message acked meanwhile takes the progress as a no-op.
+            if let Err(e) = m.ack_with(AckKind::Progress).await {
+                tracing::debug!("progress: {e}");
+            }
+        }
     }
 }
 
@@ -192,6 +330,7 @@ impl<M> JetStreamQueue<M> {
                 max_messages: cfg.max_messages,
                 discard: stream::DiscardPolicy::New,
                 duplicate_window: cfg.duplicate_window(),
+                num_replicas: cfg.replicas,
                 ..Default::default()
             })
             .await;
@@ -214,26 +353,18 @@ impl<M> JetStreamQueue<M> {
             .clone();
         if config.max_messages != cfg.max_messages
             || config.duplicate_window < cfg.duplicate_window()
+            || config.num_replicas < cfg.replicas
         {
             config.max_messages = cfg.max_messages;
             config.duplicate_window = cfg.duplicate_window();
+            config.num_replicas = config.num_replicas.max(cfg.replicas);
             js.update_stream(config)
                 .await
                 .map_err(|e| backend("stream update", e))?;
         }
         dead_letter_stream(&js, &cfg).await?;
         let created: Result<PullConsumer, _> = stream
-            .get_or_create_consumer(
-                &cfg.consumer,
-                jetstream::consumer::pull::Config {
-                    durable_name: Some(cfg.consumer.clone()),
-                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                    max_deliver: cfg.max_deliver,
-                    ack_wait: cfg.ack_wait,
-                    filter_subject: cfg.subject.clone(),
-                    ..Default::default()
-                },
-            )
+            .get_or_create_consumer(&cfg.consumer, consumer_config(&cfg))
             .await;
         let consumer: PullConsumer = match created {
             Ok(c) => c,
@@ -248,13 +379,22 @@ impl<M> JetStreamQueue<M> {
             js.clone(),
             cfg.clone(),
         ));
+        let inflight: Inflight = Arc::default();
+        let keep_alive = tokio::spawn(keep_alive(
+            inflight.clone(),
+            cfg.ack_wait / 3,
+            keep_alive_for(cfg.ack_wait),
+        ));
         Ok(JetStreamQueue {
             js,
             stream: tokio::sync::Mutex::new(stream),
-            consumer,
+            consumer: Mutex::new(consumer),
+            strand: tokio::sync::Mutex::new(Strand::default()),
             cfg,
-            inflight: Mutex::new(HashMap::new()),
+            inflight,
+            keep_alive,
             next_id: AtomicU64::new(1),
+            pull_failing: Mutex::new(None),
             advisories,
             _m: PhantomData,
         })
@@ -275,7 +415,7 @@ impl<M> JetStreamQueue<M> {
     fn with_msg<T>(&self, id: u64, f: impl FnOnce(&jetstream::Message) -> T) -> CoreResult<T> {
         let map = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
         map.get(&id)
-            .map(|(m, _)| f(m))
+            .map(|(m, _, _)| f(m))
             .ok_or_else(|| CoreError::Backend(format!("no delivery {id} in flight")))
     }
 
@@ -284,10 +424,15 @@ impl<M> JetStreamQueue<M> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id)
+            .map(|(m, attempt, _)| (m, attempt))
             .ok_or_else(|| CoreError::Backend(format!("no delivery {id} in flight")))
     }
 
     /// Publishes and waits for the stream's ack; a full stream is waited on (back-pressure).
+    /// Every message carries an id (`key`, or one drawn here), and a publish whose ack did
+    /// not come (the server restarting, a stream leader moving) is sent again under the
+    /// same id for up to [`PUBLISH_RETRY_FOR`]: the stream's duplicate window keeps one
+    /// copy when the first did land.
     async fn publish_with(&self, msg: M, key: Option<&str>) -> CoreResult<()>
     where
         M: Serialize,
@@ -295,30 +440,38 @@ impl<M> JetStreamQueue<M> {
         let payload: bytes::Bytes = serde_json::to_vec(&msg)
             .map_err(|e| backend("encode", e))?
             .into();
-        let mut wait = Duration::from_millis(20);
+        let drawn;
+        let id = match key {
+            Some(k) => k,
+            None => {
+                drawn = uuid::Uuid::new_v4().simple().to_string();
+                drawn.as_str()
+            }
+        };
+        let mut full_wait = Duration::from_millis(20);
+        let mut retry = Retry::new(PUBLISH_RETRY_FOR);
         loop {
-            let sent = match key {
-                Some(k) => {
-                    let mut headers = HeaderMap::new();
-                    headers.insert("Nats-Msg-Id", k);
-                    self.js
-                        .publish_with_headers(self.cfg.subject.clone(), headers, payload.clone())
-                        .await
-                }
-                None => {
-                    self.js
-                        .publish(self.cfg.subject.clone(), payload.clone())
-                        .await
-                }
+            let mut headers = HeaderMap::new();
+            headers.insert("Nats-Msg-Id", id);
+            let sent = self
+                .js
+                .publish_with_headers(self.cfg.subject.clone(), headers, payload.clone())
+                .await;
+            let acked = match sent {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
             };
-            let ack = sent.map_err(|e| backend("publish", e))?;
-            match ack.await {
-                Ok(_) => return Ok(()),
-                Err(e) if e.to_string().contains("maximum messages") => {
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(1));
+            match acked {
+                Ok(_) => {
+                    retry.recovered(&self.cfg.stream, "publish");
+                    return Ok(());
                 }
-                Err(e) => return Err(backend("publish ack", e)),
+                Err(e) if e.to_string().contains("maximum messages") => {
+                    tokio::time::sleep(full_wait).await;
+                    full_wait = (full_wait * 2).min(Duration::from_secs(1));
+                }
+                Err(e) if !publish_retryable(&e) => return Err(backend("publish", e)),
+                Err(e) => retry.wait(&self.cfg.stream, "publish", &e).await?,
             }
         }
     }
@@ -470,12 +623,120 @@ where
         self.publish_with(msg, Some(key)).await
     }
 
+    /// A failed pull (the server away, restarting, its JetStream not yet back) waits a
+    /// moment and answers nothing, so the stage's loop goes on and pulls again; its
+    /// deliveries in flight stay acknowledgeable. Only pulls failing for
+    /// [`PULL_RETRY_FOR`] in a row are the stage's error.
     async fn pull(&self, max: usize, wait: Duration) -> CoreResult<Vec<Delivery<M>>> {
+        let got = match self.pull_messages(max, wait).await {
+            Ok(got) => {
+                let failing = self
+                    .pull_failing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                if let Some(since) = failing {
+                    tracing::info!(
+                        stream = %self.cfg.stream,
+                        "pulls work again after {:?}",
+                        since.elapsed()
+                    );
+                }
+                got
+            }
+            Err(e) => {
+                let (since, first) = {
+                    let mut f = self.pull_failing.lock().unwrap_or_else(|e| e.into_inner());
+                    let first = f.is_none();
+                    (*f.get_or_insert_with(std::time::Instant::now), first)
+                };
+                if since.elapsed() >= PULL_RETRY_FOR {
+                    return Err(e);
+                }
+                if first {
+                    tracing::warn!(stream = %self.cfg.stream, "pull failed, trying again: {e}");
+                }
+                tokio::time::sleep(wait.clamp(Duration::from_millis(100), Duration::from_secs(1)))
+                    .await;
+                return Ok(Vec::new());
+            }
+        };
+        if !got.is_empty() {
+            crate::activity::mark(&self.cfg.stream);
+        }
+        self.unstrand().await;
+        self.deliveries(got).await
+    }
+
+    async fn ack(&self, id: u64) -> CoreResult<()> {
+        let (m, _) = self.take(id)?;
+        m.ack().await.map_err(|e| backend("ack", e))?;
+        crate::activity::mark(&self.cfg.stream);
+        Ok(())
+    }
+
+    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        crate::activity::mark(&self.cfg.stream);
+        if i64::from(attempt) >= self.cfg.max_deliver {
+            return self.dead_letter(&m, "max_deliveries", attempt).await;
+        }
+        m.ack_with(AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|e| backend("nak", e))
+    }
+
+    async fn term(&self, id: u64) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        crate::activity::mark(&self.cfg.stream);
+        self.dead_letter(&m, "terminated", attempt).await
+    }
+
+    async fn term_with(&self, id: u64, reason: &str) -> CoreResult<()> {
+        let (m, attempt) = self.take(id)?;
+        crate::activity::mark(&self.cfg.stream);
+        let reason: String = reason.chars().take(500).collect();
+        self.dead_letter(&m, &reason, attempt).await
+    }
+
+    async fn progress(&self, id: u64) -> CoreResult<()> {
+        self.in_progress(id).await?;
+        crate::activity::mark(&self.cfg.stream);
+        Ok(())
+    }
+
+    fn progress_every(&self) -> Option<Duration> {
+        Some(self.cfg.ack_wait / 3)
+    }
+
+    async fn len(&self) -> CoreResult<usize> {
+        let mut s = self.stream.lock().await;
+        let info = s.info().await.map_err(|e| backend("stream info", e))?;
+        Ok(info.state.messages as usize)
+    }
+}
+
+impl<M> JetStreamQueue<M>
+where
+    M: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    /// What one pull brings: what is there now; if nothing, the first to come within
+    /// `wait`, then what else is there.
+    async fn pull_messages(
+        &self,
+        max: usize,
+        wait: Duration,
+    ) -> CoreResult<Vec<jetstream::Message>> {
         let max = max.max(1);
         let mut got: Vec<jetstream::Message> = Vec::new();
         // What is there now; if nothing, wait for the first, then take what else is there.
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let fetch = |n: usize, expires: Option<Duration>| {
-            let c = &self.consumer;
+            let c = &consumer;
             async move {
                 let res = match expires {
                     None => c.fetch().max_messages(n).messages().await,
@@ -495,9 +756,85 @@ where
         if got.is_empty() {
             got.extend(fetch(1, Some(wait)).await?);
             if !got.is_empty() && max > 1 {
-                got.extend(fetch(max - 1, None).await?);
+                // What was pulled is kept even when the second request fails.
+                match fetch(max - 1, None).await {
+                    Ok(more) => got.extend(more),
+                    Err(e) => tracing::debug!("pull: {e}"),
+                }
             }
         }
+        Ok(got)
+    }
+
+    /// Makes the consumer again when the stream holds messages it will never deliver:
+    /// more messages than it has waiting and unacknowledged together, on two looks
+    /// [`STRAND_CHECK`] apart with the same first message. A nats-server killed with
+    /// `kill -9` can come back with its consumer's state ahead of its stream's (each is
+    /// flushed on its own); the messages below the consumer's position then wait forever
+    /// while every stage looks healthy. The consumer made again starts at the stream's
+    /// first message; a copy of one handled before is handled again, as after any
+    /// redelivery. Asked at most every [`STRAND_CHECK`] by one of the replica's workers.
+    async fn unstrand(&self) {
+        let Ok(mut strand) = self.strand.try_lock() else {
+            return;
+        };
+        if strand.checked.is_some_and(|t| t.elapsed() < STRAND_CHECK) {
+            return;
+        }
+        strand.checked = Some(std::time::Instant::now());
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let stream = self.stream.lock().await.clone();
+        // The consumer's counts between two readings of the stream that agree: nothing
+        // was published or removed meanwhile, so they describe the same messages.
+        let (Ok(before), Ok(info), Ok(after)) = (
+            stream.get_info().await,
+            consumer.get_info().await,
+            stream.get_info().await,
+        ) else {
+            return;
+        };
+        let (b, a) = (&before.state, &after.state);
+        if (b.messages, b.first_sequence, b.last_sequence)
+            != (a.messages, a.first_sequence, a.last_sequence)
+        {
+            return;
+        }
+        let stranded = b.messages > info.num_pending + info.num_ack_pending as u64;
+        if !stranded {
+            strand.first = None;
+            return;
+        }
+        if strand.first != Some(b.first_sequence) {
+            strand.first = Some(b.first_sequence);
+            return;
+        }
+        let sinfo = after;
+        strand.first = None;
+        tracing::warn!(
+            stream = %self.cfg.stream,
+            messages = sinfo.state.messages,
+            consumer = %self.cfg.consumer,
+            "messages stranded below the consumer's position (a server restart kept its \
+             consumer state ahead of its stream): making the consumer again"
+        );
+        // Another replica may be doing the same: whichever consumer is made last is the
+        // one every replica pulls from, by name.
+        let _ = stream.delete_consumer(&self.cfg.consumer).await;
+        let made: Result<PullConsumer, _> = stream
+            .get_or_create_consumer(&self.cfg.consumer, consumer_config(&self.cfg))
+            .await;
+        match made {
+            Ok(c) => *self.consumer.lock().unwrap_or_else(|e| e.into_inner()) = c,
+            Err(e) => tracing::warn!(stream = %self.cfg.stream, "consumer not made again: {e}"),
+        }
+    }
+
+    /// The pulled messages as deliveries; an undecodable one is dead-lettered.
+    async fn deliveries(&self, got: Vec<jetstream::Message>) -> CoreResult<Vec<Delivery<M>>> {
         let mut out = Vec::with_capacity(got.len());
         for m in got {
             let attempt = m.info().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
@@ -507,7 +844,7 @@ where
                     self.inflight
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(id, (m, attempt));
+                        .insert(id, (m, attempt, std::time::Instant::now()));
                     out.push(Delivery { id, attempt, msg });
                 }
                 // Bytes no consumer can read: never retried, kept for a human.
@@ -523,46 +860,6 @@ where
             }
         }
         Ok(out)
-    }
-
-    async fn ack(&self, id: u64) -> CoreResult<()> {
-        let (m, _) = self.take(id)?;
-        m.ack().await.map_err(|e| backend("ack", e))
-    }
-
-    async fn nak(&self, id: u64, delay: Duration) -> CoreResult<()> {
-        let (m, attempt) = self.take(id)?;
-        if i64::from(attempt) >= self.cfg.max_deliver {
-            return self.dead_letter(&m, "max_deliveries", attempt).await;
-        }
-        m.ack_with(AckKind::Nak(Some(delay)))
-            .await
-            .map_err(|e| backend("nak", e))
-    }
-
-    async fn term(&self, id: u64) -> CoreResult<()> {
-        let (m, attempt) = self.take(id)?;
-        self.dead_letter(&m, "terminated", attempt).await
-    }
-
-    async fn term_with(&self, id: u64, reason: &str) -> CoreResult<()> {
-        let (m, attempt) = self.take(id)?;
-        let reason: String = reason.chars().take(500).collect();
-        self.dead_letter(&m, &reason, attempt).await
-    }
-
-    async fn progress(&self, id: u64) -> CoreResult<()> {
-        self.in_progress(id).await
-    }
-
-    fn progress_every(&self) -> Option<Duration> {
-        Some(self.cfg.ack_wait / 3)
-    }
-
-    async fn len(&self) -> CoreResult<usize> {
-        let mut s = self.stream.lock().await;
-        let info = s.info().await.map_err(|e| backend("stream info", e))?;
-        Ok(info.state.messages as usize)
     }
 }
 
@@ -658,6 +955,63 @@ pub async fn crawl_backlog(
         total += stream_messages(&js, &q.stream).await?;
     }
     Ok(total)
+}
+
+/// One hop's durable consumer as the server sees it: what waits for it, what it holds
+/// unacknowledged, what was delivered more than once, and when it was last handed a
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConsumerStats {
+    pub hop: Hop,
+    pub consumer: String,
+    /// Messages not yet delivered to it.
+    pub waiting: u64,
+    /// Delivered and not yet acknowledged.
+    pub unacked: u64,
+    /// Messages delivered more than once and not yet acknowledged.
+    pub redelivered: u64,
+    /// Seconds since the server last delivered a message to it; `None` when it never did.
+    pub last_delivery_age_s: Option<u64>,
+}
+
+/// The consumer of `hop`, when its stream and consumer exist.
+pub async fn consumer_stats_of(
+    js: &jetstream::Context,
+    cluster: &ClusterSettings,
+    hop: Hop,
+) -> Option<ConsumerStats> {
+    let q = QueueConfig::from_settings(cluster, hop);
+    let stream = js.get_stream(&q.stream).await.ok()?;
+    let info = stream.consumer_info(&q.consumer).await.ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    Some(ConsumerStats {
+        hop,
+        consumer: q.consumer,
+        waiting: info.num_pending,
+        unacked: info.num_ack_pending as u64,
+        redelivered: info.num_redelivered as u64,
+        last_delivery_age_s: info
+            .delivered
+            .last_active
+            .map(|t| (now - t.unix_timestamp()).max(0) as u64),
+    })
+}
+
+/// Every hop's consumer that exists, in pipeline order.
+pub async fn consumer_stats(
+    client: &async_nats::Client,
+    cluster: &ClusterSettings,
+) -> Vec<ConsumerStats> {
+    let js = jetstream::new(client.clone());
+    let mut out = Vec::new();
+    for hop in Hop::ALL {
+        if let Some(c) = consumer_stats_of(&js, cluster, hop).await {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Every hop's stats, in pipeline order; a stream not created yet counts as empty.

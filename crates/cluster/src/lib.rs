@@ -2,6 +2,7 @@
 //! interface and the dedup gate in Redis, the crawl spec the services share, and what every
 //! service binary needs (configuration, endpoints, signals).
 
+pub mod activity;
 pub mod dead_pages;
 pub mod dlq;
 pub mod endpoints;

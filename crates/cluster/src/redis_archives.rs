@@ -1,26 +1,24 @@
 //! A distributed ingest's archive ledger in Redis: one hash per crawl, `source -> progress
 //! as JSON`, under the crawl's hash tag (a clear of the crawl removes it).
 
+use crate::redis_conn::Conn;
 use async_trait::async_trait;
 use redis::AsyncCommands;
-use redis::aio::ConnectionManager;
 use trawl_core::archives::{ArchiveLedger, ArchiveProgress};
 use trawl_core::{CoreError, CoreResult};
-
-use crate::redis_conn::Within;
 
 fn err(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("redis {what}: {e}"))
 }
 
 pub struct RedisLedger {
-    conn: ConnectionManager,
+    conn: Conn,
     key: String,
 }
 
 impl RedisLedger {
     pub async fn connect(url: &str, crawl: &str) -> CoreResult<Self> {
-        let conn = crate::redis_conn::connect(url)
+        let conn = crate::redis_conn::connect_patient(url)
             .await
             .map_err(|e| err("connect", e))?;
         Ok(RedisLedger {
@@ -44,7 +42,6 @@ impl ArchiveLedger for RedisLedger {
         let json = serde_json::to_string(p).map_err(|e| err("encode", e))?;
         let mut c = self.conn.clone();
         c.hset::<_, _, _, ()>(&self.key, &p.source, json)
-            .within()
             .await
             .map_err(|e| err("HSET", e))
     }
@@ -53,7 +50,6 @@ impl ArchiveLedger for RedisLedger {
         let json = serde_json::to_string(p).map_err(|e| err("encode", e))?;
         let mut c = self.conn.clone();
         c.hset_nx(&self.key, &p.source, json)
-            .within()
             .await
             .map_err(|e| err("HSETNX", e))
     }
@@ -62,7 +58,6 @@ impl ArchiveLedger for RedisLedger {
         let mut c = self.conn.clone();
         let json: Option<String> = c
             .hget(&self.key, source)
-            .within()
             .await
             .map_err(|e| err("HGET", e))?;
         Ok(json.as_deref().and_then(decode))
@@ -80,7 +75,6 @@ impl ArchiveLedger for RedisLedger {
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut c)
-                .within()
                 .await
                 .map_err(|e| err("HSCAN", e))?;
             for pair in kv.chunks(2) {

@@ -21,9 +21,8 @@
 
 use async_trait::async_trait;
 
-use crate::redis_conn::Within;
+use crate::redis_conn::Conn;
 use redis::Script;
-use redis::aio::ConnectionManager;
 
 use trawl_dedup::gate::{Gate, GateError, GatePage, GateVerdict, MAX_PRINTS_PER_BUCKET, id_hash};
 use trawl_dedup::simhash::{Banding, Fingerprint};
@@ -33,7 +32,7 @@ pub(crate) fn redis_err(e: redis::RedisError) -> GateError {
 }
 
 /// Deletes every key of a crawl's gate under `prefix` (both gates' `clear`).
-pub(crate) async fn clear_prefix(conn: &ConnectionManager, prefix: &str) -> Result<(), GateError> {
+pub(crate) async fn clear_prefix(conn: &Conn, prefix: &str) -> Result<(), GateError> {
     let mut conn = conn.clone();
     crate::redis_conn::unlink_prefixed(&mut conn, prefix)
         .await
@@ -138,7 +137,7 @@ fn script_source() -> String {
 }
 
 pub struct RedisGate {
-    conn: ConnectionManager,
+    conn: Conn,
     prefix: String,
     max_distance: u32,
     banding: Banding,
@@ -148,7 +147,9 @@ pub struct RedisGate {
 impl RedisGate {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) for crawl `crawl`.
     pub async fn connect(url: &str, crawl: &str, max_distance: u32) -> Result<Self, GateError> {
-        let conn = crate::redis_conn::connect(url).await.map_err(redis_err)?;
+        let conn = crate::redis_conn::connect_patient(url)
+            .await
+            .map_err(redis_err)?;
         Ok(Self {
             conn,
             prefix: format!("trawl:{{{crawl}}}:sh:"),
@@ -196,11 +197,7 @@ impl Gate for RedisGate {
             inv.arg(v & 127);
         }
         let mut conn = self.conn.clone();
-        let (of, distance): (String, i64) = inv
-            .invoke_async(&mut conn)
-            .within()
-            .await
-            .map_err(redis_err)?;
+        let (of, distance): (String, i64) = inv.invoke_async(&mut conn).await.map_err(redis_err)?;
         match distance {
             -1 => Ok(GateVerdict::Kept),
             d if d >= 0 => Ok(GateVerdict::Duplicate {

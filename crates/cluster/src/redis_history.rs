@@ -14,12 +14,10 @@
 
 use std::io::{Read, Write};
 
+use crate::redis_conn::Conn;
 use async_trait::async_trait;
-use redis::aio::ConnectionManager;
 use trawl_core::history::{History, PageArchive, Prior, Unlinked};
 use trawl_core::{CoreError, CoreResult, PageRecord, UrlKind};
-
-use crate::redis_conn::Within;
 
 fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("redis {what}: {e}"))
@@ -56,7 +54,7 @@ fn unprior(url: &str, json: &str) -> CoreResult<Prior> {
 /// later crawl's fetchers and indexers ([`History`]), and its own unlinked set.
 #[derive(Clone)]
 pub struct RedisHistory {
-    conn: ConnectionManager,
+    conn: Conn,
     prefix: String,
     /// The crawl whose keys these are.
     pub crawl: String,
@@ -64,7 +62,7 @@ pub struct RedisHistory {
 
 impl RedisHistory {
     pub async fn connect(url: &str, crawl: &str) -> CoreResult<RedisHistory> {
-        let conn = crate::redis_conn::connect(url)
+        let conn = crate::redis_conn::connect_patient(url)
             .await
             .map_err(|e| backend("connect", e))?;
         Ok(RedisHistory {
@@ -84,7 +82,6 @@ impl RedisHistory {
         redis::cmd("HLEN")
             .arg(self.key("facts"))
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("HLEN facts", e))
     }
@@ -99,7 +96,6 @@ impl RedisHistory {
             .arg("COUNT")
             .arg(200)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("HSCAN records", e))?;
         let records = fields
@@ -125,7 +121,6 @@ impl RedisHistory {
                 .arg("SAMPLES")
                 .arg(0)
                 .query_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("MEMORY USAGE", e))?;
             total += n.unwrap_or(0);
@@ -157,7 +152,6 @@ impl PageArchive for RedisHistory {
         }
         let mut conn = self.conn.clone();
         pipe.query_async::<()>(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("keeping pages", e))
     }
@@ -171,7 +165,6 @@ impl History for RedisHistory {
             .arg(self.key("facts"))
             .arg(url)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("HGET facts", e))?;
         v.map(|json| unprior(url, &json)).transpose()
@@ -183,7 +176,6 @@ impl History for RedisHistory {
             .arg(self.key("records"))
             .arg(url)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("HGET records", e))?;
         v.map(|bytes| unpack(url, &bytes)).transpose()
@@ -200,7 +192,6 @@ impl History for RedisHistory {
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("HSCAN facts", e))?;
             for (url, json) in fields {
@@ -230,7 +221,6 @@ impl Unlinked for RedisHistory {
                 .arg(self.key("unlinked"))
                 .arg(chunk)
                 .query_async::<()>(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("SADD unlinked", e))?;
         }
@@ -242,7 +232,6 @@ impl Unlinked for RedisHistory {
         redis::cmd("EXISTS")
             .arg(self.key("recheck"))
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("EXISTS recheck", e))
     }
@@ -253,7 +242,6 @@ impl Unlinked for RedisHistory {
             .arg(self.key("recheck"))
             .arg(1)
             .query_async::<()>(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("SET recheck", e))
     }
@@ -264,7 +252,6 @@ impl Unlinked for RedisHistory {
             .arg(self.key("unlinked"))
             .arg(url)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("SISMEMBER unlinked", e))
     }

@@ -17,11 +17,10 @@
 //!   keep a group a compact listpack (<= 128 fields of <= 64 bytes) up to about 2 million
 //!   pages; a bucket past 16 pages turns its group into a hash table.
 
+use crate::redis_conn::Conn;
 use async_trait::async_trait;
 use redis::Script;
-use redis::aio::ConnectionManager;
 
-use crate::redis_conn::Within;
 use crate::redis_gate::{clear_prefix, redis_err};
 use trawl_dedup::gate::{Gate, GateError, GateMethod, GatePage, GateVerdict, id_hash};
 use trawl_dedup::minhash::{
@@ -109,7 +108,7 @@ fn script_source() -> String {
 const GROUP_BITS: u32 = 14;
 
 pub struct RedisMinGate {
-    conn: ConnectionManager,
+    conn: Conn,
     prefix: String,
     need: u32,
     script: Script,
@@ -119,7 +118,9 @@ impl RedisMinGate {
     /// Connects to `url` for crawl `crawl`; near-copies reach `similarity` (word 5-gram
     /// Jaccard: the estimate must reach it plus [`MARGIN`]).
     pub async fn connect(url: &str, crawl: &str, similarity: f64) -> Result<Self, GateError> {
-        let conn = crate::redis_conn::connect(url).await.map_err(redis_err)?;
+        let conn = crate::redis_conn::connect_patient(url)
+            .await
+            .map_err(redis_err)?;
         Ok(Self {
             conn,
             prefix: format!("trawl:{{{crawl}}}:mh:"),
@@ -160,11 +161,7 @@ impl Gate for RedisMinGate {
             inv.arg(key >> GROUP_BITS);
         }
         let mut conn = self.conn.clone();
-        let (of, matches): (String, i64) = inv
-            .invoke_async(&mut conn)
-            .within()
-            .await
-            .map_err(redis_err)?;
+        let (of, matches): (String, i64) = inv.invoke_async(&mut conn).await.map_err(redis_err)?;
         match matches {
             -1 => Ok(GateVerdict::Kept),
             m if (0..=PERMS as i64).contains(&m) => Ok(GateVerdict::Similar {

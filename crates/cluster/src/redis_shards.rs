@@ -15,12 +15,12 @@
 //! crawl ids with `|`, `{` or `}`, so no crawl's keys are another's shard). The cap on
 //! queued URLs holds on each shard.
 
-use redis::aio::ConnectionManager;
+use crate::redis_conn::Conn;
 
 /// One shard: its server and its key prefix.
 #[derive(Clone)]
 pub(crate) struct Shard {
-    pub conn: ConnectionManager,
+    pub conn: Conn,
     pub prefix: String,
 }
 

@@ -33,13 +33,16 @@ fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
 }
 
 use crate::queued_job;
-use crate::redis_conn::Within;
 use crate::redis_scripts::{ADMIT, CLAIM, HOLD, LIB, RELEASE};
 use crate::redis_shards::{Shard, shard_of_host, shard_of_key, shard_prefix};
 
 /// Items per enqueue script call and commands per pipeline: a sitemap's 50,000 URLs do
 /// not hold Redis (single-threaded) in one step.
 const BATCH: usize = 512;
+
+/// The lease of a held claim unless set ([`RedisState::with_lease`]): a killed fetcher's
+/// or frontier's hosts are free again within it.
+pub const DEFAULT_LEASE_MS: u64 = 10_000;
 
 /// One admission item: the seen-set key, if any, and the job, if any.
 type AdmitItem = (Option<String>, Option<FetchJob>);
@@ -53,7 +56,12 @@ pub struct RedisState {
     /// The cap of each shard.
     max_queued: usize,
     per_host: u32,
+    /// How long a claim's job may wait in the fetch stream once handed to it.
     claim_ttl_ms: u64,
+    /// How long a claim lasts while its holder (a frontier publishing its job, a fetcher
+    /// fetching it) is alive to renew it every third of it: a killed holder's host is free
+    /// again this soon, not after the whole `claim_ttl_ms`.
+    lease_ms: u64,
     /// The shard a claim asks first, in turn, so no shard's hosts wait on another's.
     turn: Arc<AtomicUsize>,
     enqueue: Script,
@@ -97,7 +105,7 @@ impl RedisState {
         }
         let mut shards = Vec::with_capacity(nodes.len());
         for (i, url) in nodes.iter().enumerate() {
-            let conn = crate::redis_conn::connect(url).await.map_err(|e| {
+            let conn = crate::redis_conn::connect_patient(url).await.map_err(|e| {
                 let url = trawl_core::settings::redact_url(url);
                 backend("connect", format!("{url}: {e}"))
             })?;
@@ -113,12 +121,20 @@ impl RedisState {
             crawl: crawl.to_string(),
             per_host: per_host.max(1),
             claim_ttl_ms,
+            lease_ms: claim_ttl_ms.clamp(1, DEFAULT_LEASE_MS),
             turn: Arc::new(AtomicUsize::new(0)),
             enqueue: script(ADMIT),
             claim: script(CLAIM),
             release: script(RELEASE),
             hold: script(HOLD),
         })
+    }
+
+    /// Claims held under a lease of `lease_ms` (at most the claim TTL) instead of the
+    /// default [`DEFAULT_LEASE_MS`].
+    pub fn with_lease(mut self, lease_ms: u64) -> Self {
+        self.lease_ms = lease_ms.clamp(1, self.claim_ttl_ms.max(1));
+        self
     }
 
     /// The prefix of the crawl's home shard (its counters and every unsharded key).
@@ -156,7 +172,6 @@ impl RedisState {
             let mut conn = shard.conn.clone();
             let replies: Vec<R> = pipe
                 .query_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend(what, e))?;
             out.extend(replies);
@@ -262,7 +277,6 @@ impl RedisState {
             let mut conn = shard.conn.clone();
             let verdicts: Vec<i64> = call
                 .invoke_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("enqueue", e))?;
             if verdicts.len() != chunk.len() {
@@ -295,7 +309,6 @@ impl RedisState {
             let len: usize = redis::cmd("LLEN")
                 .arg(&key)
                 .query_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("dropped", e))?;
             if skip >= len {
@@ -308,7 +321,6 @@ impl RedisState {
                 .arg(skip)
                 .arg(last)
                 .query_async(&mut conn)
-                .within()
                 .await
                 .map_err(|e| backend("dropped", e))?;
             rows.extend(part);
@@ -338,6 +350,30 @@ impl RedisState {
         Ok(removed)
     }
 
+    /// Renews a named claim for `ttl_ms` from `now_ms`; false when it is gone.
+    async fn hold_for(
+        &self,
+        host: &str,
+        claim: &str,
+        now_ms: u64,
+        ttl_ms: u64,
+    ) -> CoreResult<bool> {
+        let shard = self.of_host(host);
+        let mut conn = shard.conn.clone();
+        let held: i64 = self
+            .hold
+            .key(&shard.prefix)
+            .arg(host)
+            .arg(claim)
+            .arg(now_ms)
+            .arg(ttl_ms)
+            .arg(self.per_host)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| backend("hold", e))?;
+        Ok(held == 1)
+    }
+
     /// The claim script on one shard.
     async fn claim_on(&self, shard: &Shard, now_ms: u64) -> CoreResult<Option<Claim>> {
         let mut conn = shard.conn.clone();
@@ -346,9 +382,8 @@ impl RedisState {
             .key(&shard.prefix)
             .arg(now_ms)
             .arg(self.per_host)
-            .arg(self.claim_ttl_ms)
+            .arg(self.lease_ms)
             .invoke_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("claim", e))?;
         let Some((id, member, host, priority)) = claimed else {
@@ -371,7 +406,6 @@ impl RedisState {
             let cmd = cmd(&shard.prefix);
             async move {
                 cmd.query_async::<R>(&mut conn)
-                    .within()
                     .await
                     .map_err(|e| backend(what, e))
             }
@@ -404,7 +438,6 @@ impl State for RedisState {
             .arg(bucket)
             .arg(value)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("seen", e))?;
         Ok(added == 1)
@@ -435,7 +468,6 @@ impl State for RedisState {
             .arg(bucket)
             .arg(value)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("seen", e))
     }
@@ -469,26 +501,16 @@ impl State for RedisState {
     }
 
     async fn hold(&self, host: &str, claim: &str, now_ms: u64) -> CoreResult<bool> {
-        let shard = self.of_host(host);
-        let mut conn = shard.conn.clone();
-        let held: i64 = self
-            .hold
-            .key(&shard.prefix)
-            .arg(host)
-            .arg(claim)
-            .arg(now_ms)
-            .arg(self.claim_ttl_ms)
-            .arg(self.per_host)
-            .invoke_async(&mut conn)
-            .within()
-            .await
-            .map_err(|e| backend("hold", e))?;
-        Ok(held == 1)
+        self.hold_for(host, claim, now_ms, self.lease_ms).await
+    }
+
+    async fn handed(&self, host: &str, claim: &str, now_ms: u64) -> CoreResult<bool> {
+        self.hold_for(host, claim, now_ms, self.claim_ttl_ms).await
     }
 
     fn renew_every(&self) -> Option<std::time::Duration> {
         Some(std::time::Duration::from_millis(
-            (self.claim_ttl_ms / 3).max(200),
+            (self.lease_ms / 3).max(200),
         ))
     }
 
@@ -508,7 +530,6 @@ impl State for RedisState {
             .arg(self.per_host)
             .arg(claim.unwrap_or(""))
             .invoke_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("release", e))?;
         Ok(())
@@ -560,7 +581,6 @@ impl State for RedisState {
         let v: Option<String> = redis::cmd("GET")
             .arg(format!("{}robots:{host}", shard.prefix))
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("robots get", e))?;
         // An entry that no longer decodes is as good as none: the robots file is fetched again.
@@ -577,7 +597,6 @@ impl State for RedisState {
             .arg("PX")
             .arg(ttl_ms.max(1))
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("robots put", e))?;
         Ok(())
@@ -590,7 +609,6 @@ impl State for RedisState {
             .arg(counter)
             .arg(by)
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("incr", e))
     }
@@ -608,7 +626,6 @@ impl State for RedisState {
         redis::cmd("HGETALL")
             .arg(format!("{}counters", self.prefix()))
             .query_async(&mut conn)
-            .within()
             .await
             .map_err(|e| backend("counters", e))
     }

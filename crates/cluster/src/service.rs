@@ -22,6 +22,9 @@ use crate::redis_history::RedisHistory;
 use crate::redis_state::RedisState;
 
 /// Connects to NATS with the settings' credentials; errors never show a password.
+/// `nats_url` may name several servers of one cluster, comma-separated: the first that
+/// answers is used, and the client moves to another when it goes away (it also learns the
+/// cluster's other servers from the one it reached).
 pub async fn nats(c: &ClusterSettings) -> Result<async_nats::Client, String> {
     let mut o = async_nats::ConnectOptions::new();
     if let (Some(u), Some(p)) = (&c.nats_user, &c.nats_password) {
@@ -29,9 +32,21 @@ pub async fn nats(c: &ClusterSettings) -> Result<async_nats::Client, String> {
     } else if let Some(t) = &c.nats_token {
         o = async_nats::ConnectOptions::with_token(t.clone());
     }
-    o.connect(&c.nats_url)
+    // Back soon after a restart: tries at most a second apart (the client's own pause
+    // grows to 4 s, which a restart of a few seconds would mostly spend waiting).
+    o = o.reconnect_delay_callback(|attempts| {
+        Duration::from_millis((attempts as u64 * 100).min(1_000))
+    });
+    let shown = || redact_url(&c.nats_url);
+    let addrs = c
+        .nats_url
+        .split(',')
+        .map(|u| u.trim().parse::<async_nats::ServerAddr>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("NATS at {}: {e}", shown()))?;
+    o.connect(addrs.as_slice())
         .await
-        .map_err(|e| format!("NATS at {}: {e}", redact_url(&c.nats_url)))
+        .map_err(|e| format!("NATS at {}: {e}", shown()))
 }
 
 /// The queue of one hop, consumed by its stage (publishers name the hop too: the consumer
@@ -132,7 +147,7 @@ pub async fn state_for(
         c.claim_ttl_s.max(1) * 1000,
     )
     .await
-    .map(Arc::new)
+    .map(|s| Arc::new(s.with_lease(c.claim_lease_s.max(1) * 1000)))
     .map_err(StageError::transient)
 }
 

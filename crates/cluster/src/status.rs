@@ -45,6 +45,9 @@ pub struct Status {
     pub pages_indexed: i64,
     pub duplicates: i64,
     pub dead_letters: u64,
+    /// Each hop's consumer: waiting, unacknowledged and redelivered messages, and when it
+    /// was last handed one (a consumer that stands still with messages waiting shows here).
+    pub consumers: Vec<crate::jetstream::ConsumerStats>,
     pub drained: bool,
     pub counters: BTreeMap<String, i64>,
     /// A distributed ingest's archives (`trawl submit --archives`).
@@ -83,6 +86,7 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusEr
         .map(|h| (h.hop.to_string(), h.pending))
         .collect();
     let dead = stats.iter().map(|h| h.dead_letters).sum();
+    let consumers = crate::jetstream::consumer_stats(&client, c).await;
     // The crawl's own count of state servers: summing fewer would call it drained while
     // the others still hold work. (A spec this version cannot read: the servers named.)
     let nodes = match crate::spec::get(&c.redis_url, crawl).await.ok().flatten() {
@@ -130,6 +134,7 @@ pub async fn status(c: &ClusterSettings, crawl: &str) -> Result<Status, StatusEr
         pages_indexed: count(Counter::Pages),
         duplicates: count(Counter::DuplicatesExact) + count(Counter::DuplicatesNear),
         dead_letters: dead,
+        consumers,
         counters,
     })
 }
@@ -168,7 +173,20 @@ impl Display for Status {
         let state = if self.drained { "drained" } else { "running" };
         writeln!(f, "crawl {} ({state})", self.crawl)?;
         for (hop, n) in &self.pending {
-            writeln!(f, "  {hop:<11} {n} pending")?;
+            let consumer = self.consumers.iter().find(|c| c.hop.name() == hop);
+            match consumer {
+                Some(c) => {
+                    let last = c
+                        .last_delivery_age_s
+                        .map_or("never".to_string(), |s| format!("{s} s ago"));
+                    writeln!(
+                        f,
+                        "  {hop:<11} {n} pending ({} waiting, {} unacked, {} redelivered; {} last handed one {last})",
+                        c.waiting, c.unacked, c.redelivered, c.consumer
+                    )?
+                }
+                None => writeln!(f, "  {hop:<11} {n} pending")?,
+            }
         }
         writeln!(
             f,

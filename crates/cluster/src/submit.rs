@@ -286,7 +286,15 @@ fn stuck(s: &Status) -> String {
         .pending
         .iter()
         .filter(|(_, n)| **n > 0)
-        .map(|(hop, n)| format!("{hop} {n}"))
+        .map(
+            |(hop, n)| match s.consumers.iter().find(|c| c.hop.name() == hop.as_str()) {
+                Some(c) => format!(
+                    "{hop} {n} ({} waiting for {}, {} unacked)",
+                    c.waiting, c.consumer, c.unacked
+                ),
+                None => format!("{hop} {n}"),
+            },
+        )
         .collect();
     format!(
         "{} URLs queued, {} host slots held, {} pages fetched, {} indexed, {} dead letters; \

@@ -191,9 +191,13 @@ async fn a_consumer_that_dies_holding_a_message_does_not_lose_it() {
     assert_eq!(d.len(), 1, "redelivered after ack_wait");
     assert_eq!(d[0].msg, 42);
     assert_eq!(d[0].attempt, 2);
-    // And dies again on its last delivery: when the server next looks for work for this
-    // consumer, its max-deliveries advisory moves the message to the dead-letter stream.
+    // And dies again on its last delivery (a delivery dropped by a live queue is kept
+    // alive: the process, queue and all, must go): when the server next looks for work
+    // for this consumer, its max-deliveries advisory moves the message to the dead-letter
+    // stream.
     drop(d);
+    drop(q);
+    let q: JetStreamQueue<u32> = JetStreamQueue::connect(&client, c.clone()).await.unwrap();
     let start = std::time::Instant::now();
     let mut dl = Vec::new();
     while dl.is_empty() && start.elapsed() < Duration::from_secs(8) {
@@ -248,5 +252,32 @@ async fn a_keyed_message_published_again_is_stored_once_and_a_term_keeps_its_rea
     let dead = dead_letters(&client, &c, 10).await.unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reason, "archive: HTTP 404");
+    cleanup(&client, &c).await;
+}
+
+/// A delivery a live replica holds past the ack wait (a slow page, a long render) is kept
+/// alive: no other replica is handed it meanwhile, and its ack then removes it.
+#[tokio::test]
+async fn a_delivery_held_past_the_ack_wait_is_not_handed_to_another_replica() {
+    let Some(client) = client().await else { return };
+    let c = cfg(5, Duration::from_secs(1));
+    let holder: JetStreamQueue<u32> = JetStreamQueue::connect(&client, c.clone()).await.unwrap();
+    let other: JetStreamQueue<u32> = JetStreamQueue::connect(&client, c.clone()).await.unwrap();
+    holder.publish(7).await.unwrap();
+    let d = holder.pull(1, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(d.len(), 1);
+    // Three ack waits, asking all along.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        let got = other.pull(1, Duration::from_millis(300)).await.unwrap();
+        assert!(
+            got.is_empty(),
+            "handed out again while held: {:?}",
+            got[0].msg
+        );
+    }
+    holder.ack(d[0].id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(holder.len().await.unwrap(), 0);
     cleanup(&client, &c).await;
 }

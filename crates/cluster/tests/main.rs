@@ -4,5 +4,6 @@ mod common;
 mod gate_concurrency;
 mod jetstream_queue;
 mod nats_restart;
+mod redis_restart;
 mod redis_shards;
 mod redis_state;

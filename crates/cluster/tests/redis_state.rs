@@ -431,3 +431,55 @@ async fn a_queued_url_costs_one_compact_member() {
     );
     s.clear().await.unwrap();
 }
+
+/// A claim lives for its short lease while its holder renews it, and for the whole claim
+/// lifetime once its job is handed to the fetch stream: a frontier or fetcher killed
+/// holding it frees the host within the lease, a job waiting in the stream keeps it.
+#[tokio::test]
+async fn a_claim_lives_for_its_lease_until_its_job_is_handed_over() {
+    let Some(s) = state(100, 1, 60_000).await else {
+        return;
+    };
+    let s = s.with_lease(500);
+    assert_eq!(
+        s.renew_every(),
+        Some(std::time::Duration::from_millis(200)),
+        "a third of the lease, at least 200 ms"
+    );
+    s.enqueue(job("a", "/1", 1)).await.unwrap();
+    s.enqueue(job("b", "/1", 1)).await.unwrap();
+    let dead = s.claim(1_000).await.unwrap().unwrap();
+    let handed = s.claim(1_000).await.unwrap().unwrap();
+    let (dh, hh) = (dead.job.host.clone(), handed.job.host.clone());
+    assert!(
+        s.handed(&hh, handed.job.claim.as_deref().unwrap(), 1_100)
+            .await
+            .unwrap()
+    );
+    // Past the lease: the dead holder's host is free again and its job back in the queue;
+    // the handed job's claim still holds.
+    let again = s.claim(1_600).await.unwrap().unwrap();
+    assert_eq!(again.job.host, dh);
+    assert_ne!(again.job.claim, dead.job.claim, "a new claim");
+    assert!(
+        !s.hold(&dh, dead.job.claim.as_deref().unwrap(), 1_600)
+            .await
+            .unwrap(),
+        "the dead holder's claim is gone"
+    );
+    assert!(
+        s.hold(&hh, handed.job.claim.as_deref().unwrap(), 30_000)
+            .await
+            .unwrap(),
+        "a handed job's claim lives for the claim lifetime"
+    );
+    // Taken by a fetcher (held), the claim is on the lease again: a fetcher that dies
+    // with it frees the host within the lease.
+    assert!(
+        !s.hold(&hh, handed.job.claim.as_deref().unwrap(), 30_600)
+            .await
+            .unwrap(),
+        "held at 30 s under a lease of 0.5 s, gone at 30.6 s"
+    );
+    s.clear().await.unwrap();
+}

@@ -40,6 +40,10 @@ pub enum Counter {
     /// Jobs whose host claim expired while they waited in the fetch stream: not fetched,
     /// since the expiry put them back in the queue (the cluster).
     ClaimsExpired,
+    /// Pages the cluster's indexers were handed again after their line was written (a
+    /// replica killed between its write and its ack, a redelivery): acknowledged, not
+    /// written or counted twice.
+    PagesRepeated,
     /// Redirects that left the crawl's scope.
     RedirectOutOfScope,
     /// 429/503 retries.
@@ -117,7 +121,7 @@ pub enum Counter {
 }
 
 /// The counters without a label, with their keys.
-const FIXED: [(Counter, &str); 43] = [
+const FIXED: [(Counter, &str); 44] = [
     (Counter::FrontierQueued, "frontier.queued"),
     (Counter::FrontierOutOfScope, "frontier.out_of_scope"),
     (Counter::FrontierTooDeep, "frontier.too_deep"),
@@ -132,6 +136,7 @@ const FIXED: [(Counter, &str); 43] = [
     (Counter::RobotsWaits, "fetcher.robots_waits"),
     (Counter::RetriesRejected, "fetcher.retries_rejected"),
     (Counter::ClaimsExpired, "fetcher.claims_expired"),
+    (Counter::PagesRepeated, "indexer.pages_repeated"),
     (Counter::RedirectOutOfScope, "fetcher.redirect_out_of_scope"),
     (Counter::Retries, "fetcher.retries"),
     (Counter::Requests, "fetcher.requests"),

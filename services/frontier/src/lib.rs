@@ -359,8 +359,15 @@ pub async fn dispatch(
     while !stop.is_shutdown() {
         let now = now_ms();
         if let Some(claim) = state.claim(now).await? {
-            match fetch.publish(claim.job).await {
-                Ok(()) => continue,
+            let (host, id) = (claim.job.host.clone(), claim.job.claim.clone());
+            let id = id.as_deref();
+            match holding(&*state, &host, id, fetch.publish(claim.job)).await {
+                Ok(()) => {
+                    if let Some(id) = id {
+                        state.handed(&host, id, now_ms()).await?;
+                    }
+                    continue;
+                }
                 Err(CoreError::Closed) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
@@ -377,6 +384,36 @@ pub async fn dispatch(
         stop.run_until(state.wait_change(wait)).await;
     }
     Ok(())
+}
+
+/// Runs `work` (a publish that may wait on a full fetch queue or a restarting server)
+/// while renewing the named claim `claim` on `host` every [`State::renew_every`], so the
+/// wait never outlives the claim's lease. A renewal that fails is logged: the lease then
+/// ends and the job goes back in its host's queue, and the copy published under the
+/// expired claim is dropped by the fetcher that takes it.
+async fn holding<T>(
+    state: &dyn State,
+    host: &str,
+    claim: Option<&str>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let (Some(id), Some(every)) = (claim, state.renew_every()) else {
+        return work.await;
+    };
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            _ = tick.tick() => match state.hold(host, id, now_ms()).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(host, "claim lost while its job was published"),
+                Err(e) => tracing::warn!(host, "claim not renewed: {e}"),
+            },
+        }
+    }
 }
 
 /// Feeds `trawl.discovered` batches through [`Frontier::ingest`] until the stop.

@@ -268,6 +268,54 @@ pub struct WriterOutputs {
     /// Each written page is kept here before its message is acked (the cluster's history
     /// for a later re-crawl; the embedded runtime's journal keeps the same).
     pub archive: Option<Arc<dyn PageArchive>>,
+    /// Whether a page handed again after its line was written is written again (the
+    /// embedded runtime, whose journal already makes a resume write each page once) or
+    /// acknowledged without a second line (the cluster, where a replica killed between
+    /// its write and its ack has its batch redelivered).
+    pub once: Once,
+}
+
+/// How the writer treats a page whose URL already has a line in this crawl (its key in the
+/// crawl's seen-set, `written|<url>`, set once the line is flushed).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Once {
+    /// Every delivery is written.
+    #[default]
+    Off,
+    /// A page already written is skipped; a page written is marked.
+    Mark,
+    /// A page already written is skipped, and nothing is marked: dead-lettered pages,
+    /// whose line must not keep a later successful copy out.
+    Check,
+}
+
+fn written_key(url: &str) -> String {
+    format!("written|{url}")
+}
+
+/// The batch without the pages already written (acked here, counted as repeated).
+async fn drop_written(
+    docs: &dyn Queue<Doc>,
+    state: &dyn State,
+    batch: Vec<trawl_core::queue::Delivery<Doc>>,
+) -> Result<Vec<trawl_core::queue::Delivery<Doc>>, IndexerError> {
+    let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
+    let written = state.seen_contains_many(&keys).await?;
+    let mut keep = Vec::with_capacity(batch.len());
+    let mut repeated = 0;
+    for (d, done) in batch.into_iter().zip(written) {
+        if done {
+            tracing::info!(url = %d.msg.page.url, "page handed again after its line was written: not written twice");
+            docs.ack(d.id).await?;
+            repeated += 1;
+        } else {
+            keep.push(d);
+        }
+    }
+    if repeated > 0 {
+        state.count(&Counter::PagesRepeated, repeated).await?;
+    }
+    Ok(keep)
 }
 
 /// A re-crawl's comparison and its events: `changes.jsonl`, then the embedded runtime's
@@ -313,6 +361,7 @@ pub async fn run_worker(
         journal: outputs.journal,
         recrawl: outputs.recrawl,
         archive: outputs.archive,
+        once: outputs.once,
     };
     write_docs(docs, sink, state, target, side, stop.into()).await?;
     Ok(())
@@ -338,6 +387,7 @@ pub async fn run_indexing_worker(
         journal: outputs.journal,
         recrawl: outputs.recrawl,
         archive: outputs.archive,
+        once: outputs.once,
     };
     match write_docs(docs, sink, state, target, side, stop.into()).await? {
         IndexTarget::InPlace { mut indexer, .. } => Ok(indexer.finish().await?),
@@ -351,6 +401,7 @@ struct Side {
     journal: Option<Arc<dyn Journal>>,
     recrawl: Option<Arc<RecrawlOutputs>>,
     archive: Option<Arc<dyn PageArchive>>,
+    once: Once,
 }
 
 /// The one write-flush-ack loop: a batch is written and flushed before any ack, so a
@@ -384,6 +435,13 @@ async fn write_docs(
             }
             continue;
         }
+        let batch = match side.once {
+            Once::Off => batch,
+            Once::Mark | Once::Check => drop_written(&*docs, &*state, batch).await?,
+        };
+        if batch.is_empty() {
+            continue;
+        }
         let ids: Vec<u64> = batch.iter().map(|d| d.id).collect();
         // Kept alive while it is written: a batch slowed past the ack wait (a loaded
         // machine, a slow index commit) would otherwise be handed out again and written twice.
@@ -410,6 +468,11 @@ async fn write_docs(
                 a.keep(&pages).await?;
             }
             count_pages(&*state, outcomes.iter().map(|o| &o.page)).await?;
+            if side.once == Once::Mark {
+                for o in &outcomes {
+                    state.seen_add(&written_key(&o.page.url)).await?;
+                }
+            }
             if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
                 for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
                     q.publish(e.clone()).await?;
@@ -540,6 +603,7 @@ pub async fn serve(
     let outputs = WriterOutputs {
         recrawl,
         archive: history.archive,
+        once: Once::Mark,
         ..WriterOutputs::default()
     };
     let docs = ctx.hops.docs.clone();
@@ -554,7 +618,11 @@ pub async fn serve(
             // letters wait in their stream, and the pages loop is not cut mid-batch.
             loop {
                 let (q, sink, state) = (q.clone(), sink.clone(), state.clone());
-                match run_worker(q, sink, state, WriterOutputs::default(), stop.clone()).await {
+                let outputs = WriterOutputs {
+                    once: Once::Check,
+                    ..WriterOutputs::default()
+                };
+                match run_worker(q, sink, state, outputs, stop.clone()).await {
                     Ok(()) => return Ok(()),
                     Err(e) => tracing::warn!("dead-lettered pages: {e}; trying again in 5 s"),
                 }

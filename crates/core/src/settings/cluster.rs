@@ -45,6 +45,20 @@ pub struct ClusterSettings {
     /// and its job goes back in the queue. Longer than a fetch can take.
     #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().claim_ttl_s))]
     pub claim_ttl_s: u64,
+    /// How long a claimed host stays taken by a holder (a frontier publishing its job, a
+    /// fetcher fetching it) that stops renewing it every third of it: a killed replica's
+    /// hosts are free again this soon. At most `claim_ttl_s`.
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().claim_lease_s))]
+    pub claim_lease_s: u64,
+    /// Copies JetStream keeps of each stream (1, or 3 on a three-node cluster, which then
+    /// rides through a node's loss). Applied when a stream is made, and to a stream made
+    /// before with fewer.
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().stream_replicas))]
+    pub stream_replicas: usize,
+    /// Seconds a stage may consume nothing while messages wait for it before `/readyz`
+    /// says it is not ready (so Kubernetes starts it again).
+    #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().stall_after_s))]
+    pub stall_after_s: u64,
     /// Jobs the fetch stream holds before the frontier waits to claim more: shallow, so a
     /// job's host claim never ages in it (more than all fetchers' concurrency together).
     #[cfg_attr(feature = "cli", arg(skip = ClusterSettings::default().fetch_stream_max))]
@@ -62,8 +76,11 @@ impl Default for ClusterSettings {
             redis_state_urls: Vec::new(),
             queue_prefix: "trawl".into(),
             max_deliver: 5,
-            ack_wait_s: 120,
+            ack_wait_s: 30,
             claim_ttl_s: 600,
+            claim_lease_s: 10,
+            stream_replicas: 1,
+            stall_after_s: 60,
             fetch_stream_max: 4096,
         }
     }
@@ -77,6 +94,9 @@ impl ClusterSettings {
         self.max_deliver = from.max_deliver;
         self.ack_wait_s = from.ack_wait_s;
         self.claim_ttl_s = from.claim_ttl_s;
+        self.claim_lease_s = from.claim_lease_s;
+        self.stream_replicas = from.stream_replicas;
+        self.stall_after_s = from.stall_after_s;
         self.fetch_stream_max = from.fetch_stream_max;
     }
 
@@ -111,6 +131,9 @@ impl std::fmt::Debug for ClusterSettings {
             .field("max_deliver", &self.max_deliver)
             .field("ack_wait_s", &self.ack_wait_s)
             .field("claim_ttl_s", &self.claim_ttl_s)
+            .field("claim_lease_s", &self.claim_lease_s)
+            .field("stream_replicas", &self.stream_replicas)
+            .field("stall_after_s", &self.stall_after_s)
             .field("fetch_stream_max", &self.fetch_stream_max)
             .finish()
     }
@@ -118,6 +141,10 @@ impl std::fmt::Debug for ClusterSettings {
 
 /// A server URL without its password, for logs and errors.
 pub fn redact_url(raw: &str) -> String {
+    // A list of servers (`nats://a:4222,nats://b:4222`): each one redacted.
+    if raw.contains(',') {
+        return raw.split(',').map(redact_url).collect::<Vec<_>>().join(",");
+    }
     match url::Url::parse(raw) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("***"));

@@ -28,7 +28,7 @@ fn field_names_are_unique_across_sections() {
 fn defaults_without_layers() {
     let s = Settings::load_with(None, env(&[])).unwrap();
     assert_eq!(s, Settings::default());
-    assert_eq!(s.cluster.ack_wait_s, 120);
+    assert_eq!(s.cluster.ack_wait_s, 30);
     assert_eq!(s.crawl.delay_ms, 500);
 }
 

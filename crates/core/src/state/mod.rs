@@ -114,6 +114,14 @@ pub trait State: Send + Sync {
     async fn hold(&self, _host: &str, _claim: &str, _now_ms: u64) -> CoreResult<bool> {
         Ok(true)
     }
+    /// Extends a named claim whose job was just handed to the fetch queue from its short
+    /// lease to the lifetime a job may wait there ([`State::hold`] shortens it again when
+    /// a fetcher takes the job); false when it expired meanwhile. A frontier that dies
+    /// between its claim and this call leaves a lease that ends soon, not a host that waits
+    /// the whole lifetime.
+    async fn handed(&self, _host: &str, _claim: &str, _now_ms: u64) -> CoreResult<bool> {
+        Ok(true)
+    }
     /// How often a fetch in progress renews its named claim ([`State::hold`]), so that a
     /// long one (Crawl-delay waits, redirect hops, slow servers) never outlives it; `None`
     /// where claims never expire.

@@ -226,6 +226,7 @@ impl Pipeline {
             journal: Some(Arc::new(journal.clone())),
             recrawl,
             archive: None,
+            once: trawl_indexer::Once::Off,
         };
         trawl_indexer::spawn(&mut output, &sink, &state, writer, &hops, &output_rx);
         // With the stages running: the frontier takes batches as they come.

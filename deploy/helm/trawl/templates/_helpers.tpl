@@ -102,3 +102,64 @@ crash-loops on them). */}}
 {{- printf "/etc/trawl/refine/%s" $p.key -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The chart's own NATS cluster (nats.deploy): the StatefulSet and its client Service.
+At most 52 characters, so that the pods' controller-revision-hash label fits 63. */}}
+{{- define "trawl.natsName" -}}
+{{- printf "%s-nats" (include "trawl.fullname" . | trunc 47 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* The headless Service giving each NATS server its DNS name (the cluster's routes). */}}
+{{- define "trawl.natsHeadless" -}}
+{{- printf "%s-headless" (include "trawl.natsName" .) -}}
+{{- end -}}
+
+{{/* TRAWL_NATS_URL: the chart's own cluster, else nats.url. */}}
+{{- define "trawl.natsUrl" -}}
+{{- if .Values.nats.deploy.enabled -}}
+{{- printf "nats://%s:4222" (include "trawl.natsName" .) -}}
+{{- else -}}
+{{- .Values.nats.url -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What KEDA's nats-jetstream scaler reads consumer lag from. KEDA runs in a namespace
+of its own: the chart's own cluster is named with the release's namespace. The scaler
+finds each consumer's leader through the servers' advertised client URLs (/varz
+connect_urls), which the chart's nats.conf keeps on. */}}
+{{- define "trawl.natsMonitoringEndpoint" -}}
+{{- if .Values.nats.deploy.enabled -}}
+{{- printf "%s.%s.svc:8222" (include "trawl.natsName" .) .Release.Namespace -}}
+{{- else -}}
+{{- .Values.nats.monitoringEndpoint -}}
+{{- end -}}
+{{- end -}}
+
+{{/* TRAWL_STREAM_REPLICAS: queue.streamReplicas, else 3 on the chart's own cluster (at
+most its servers) and 1 on an external NATS. Refused here when the chart's cluster has
+fewer servers than copies asked for: JetStream would refuse to make the streams, and
+every stage would crash-loop on it. */}}
+{{- define "trawl.streamReplicas" -}}
+{{- $asked := .Values.queue.streamReplicas -}}
+{{- $nats := .Values.nats.deploy -}}
+{{- if kindIs "invalid" $asked -}}
+{{- if $nats.enabled -}}
+{{- min 3 (int $nats.replicas) -}}
+{{- else -}}
+1
+{{- end -}}
+{{- else -}}
+{{- if and $nats.enabled (gt (int $asked) (int $nats.replicas)) -}}
+{{- fail (printf "queue.streamReplicas %d is more than the chart's NATS servers (nats.deploy.replicas %d): JetStream keeps each copy of a stream on a server of its own" (int $asked) (int $nats.replicas)) -}}
+{{- end -}}
+{{- int $asked -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Queue settings the services would misuse, refused here. */}}
+{{- define "trawl.queueCheck" -}}
+{{- $q := .Values.queue -}}
+{{- if gt (int $q.claimLeaseSeconds) (int $q.claimTtlSeconds) -}}
+{{- fail (printf "queue.claimLeaseSeconds %d is longer than queue.claimTtlSeconds %d: a lease is at most the claim's life" (int $q.claimLeaseSeconds) (int $q.claimTtlSeconds)) -}}
+{{- end -}}
+{{- end -}}
