@@ -423,6 +423,11 @@ fn seen_member(shard: &Shard, key: &str) -> (String, i64) {
     )
 }
 
+/// The lease of `key` (its digest, so a long URL costs 16 hex digits).
+fn lease_key(shard: &Shard, key: &str) -> String {
+    format!("{}lease:{:016x}", shard.prefix, seen_digest(key))
+}
+
 /// 64 bits of the seen-set digest every backend uses: the top half, where FNV-1a's
 /// multiplication has mixed every input byte.
 pub fn seen_digest(key: &str) -> u64 {
@@ -459,6 +464,32 @@ impl State for RedisState {
             },
         )
         .await
+    }
+
+    /// `SET lease:<digest> NX PX ttl` on the crawl's home shard, one pipeline a batch.
+    async fn lease_many(&self, keys: &[String], ttl_ms: u64) -> CoreResult<Vec<bool>> {
+        let home = self.home();
+        let taken: Vec<Option<String>> = self
+            .pipelined(home, keys, "lease", |pipe, key| {
+                pipe.cmd("SET")
+                    .arg(lease_key(home, key))
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms.max(1));
+            })
+            .await?;
+        Ok(taken.into_iter().map(|t| t.is_some()).collect())
+    }
+
+    async fn unlease_many(&self, keys: &[String]) -> CoreResult<()> {
+        let home = self.home();
+        let _: Vec<i64> = self
+            .pipelined(home, keys, "unlease", |pipe, key| {
+                pipe.cmd("DEL").arg(lease_key(home, key));
+            })
+            .await?;
+        Ok(())
     }
 
     async fn seen_contains(&self, key: &str) -> CoreResult<bool> {

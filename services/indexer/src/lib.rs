@@ -318,6 +318,39 @@ async fn drop_written(
     Ok(keep)
 }
 
+/// The batch's pages this writer may write now: those whose write lease it took. A page
+/// another delivery is writing right now (a redelivery that overtook the first, after a
+/// kill or a consumer made again) is handed back for a moment and then found written.
+/// Returns the deliveries kept and their lease keys.
+async fn lease_writes(
+    docs: &dyn Queue<Doc>,
+    state: &dyn State,
+    batch: Vec<trawl_core::queue::Delivery<Doc>>,
+) -> Result<(Vec<trawl_core::queue::Delivery<Doc>>, Vec<String>), IndexerError> {
+    if batch.is_empty() {
+        return Ok((batch, Vec::new()));
+    }
+    let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
+    // Held as long as a delivery is: a writer that dies frees its pages by the time they
+    // are handed out again.
+    let ttl = docs
+        .progress_every()
+        .map_or(Duration::from_secs(30), |every| every * 3);
+    let taken = state.lease_many(&keys, ttl.as_millis() as u64).await?;
+    let mut keep = Vec::with_capacity(batch.len());
+    let mut leases = Vec::with_capacity(batch.len());
+    for ((d, key), mine) in batch.into_iter().zip(keys).zip(taken) {
+        if mine {
+            keep.push(d);
+            leases.push(key);
+        } else {
+            tracing::info!(url = %d.msg.page.url, "page being written by another delivery: handed back");
+            docs.nak(d.id, Duration::from_secs(3)).await?;
+        }
+    }
+    Ok((keep, leases))
+}
+
 /// A re-crawl's comparison and its events: `changes.jsonl`, then the embedded runtime's
 /// webhook task (a channel) or the cluster's `trawl.changed` hop, published before the
 /// page's message is acked.
@@ -435,11 +468,20 @@ async fn write_docs(
             }
             continue;
         }
+        // Leased first, then checked: a page another writer finished meanwhile is seen
+        // written, not written again.
+        let (batch, leases) = match side.once {
+            Once::Mark => lease_writes(&*docs, &*state, batch).await?,
+            Once::Off | Once::Check => (batch, Vec::new()),
+        };
         let batch = match side.once {
             Once::Off => batch,
             Once::Mark | Once::Check => drop_written(&*docs, &*state, batch).await?,
         };
         if batch.is_empty() {
+            if !leases.is_empty() {
+                state.unlease_many(&leases).await?;
+            }
             continue;
         }
         let ids: Vec<u64> = batch.iter().map(|d| d.id).collect();
@@ -498,6 +540,9 @@ async fn write_docs(
                 let _ = tx.send(e);
             }
             docs.ack(id).await?;
+        }
+        if !leases.is_empty() {
+            state.unlease_many(&leases).await?;
         }
         if let IndexTarget::Follow(feed) = &target {
             feed.written(end);

@@ -74,6 +74,18 @@ pub trait State: Send + Sync {
         }
         Ok(out)
     }
+    /// Takes a lease of `ttl_ms` on each key for this caller, where none is held: true
+    /// where taken. Two processes handed the same page at once (a redelivery while the
+    /// first delivery is still being written) write it once: the second waits for the
+    /// first. A lease whose holder died ends with its TTL. A state of one process, where no
+    /// page is handed out twice at once, grants every lease.
+    async fn lease_many(&self, keys: &[String], _ttl_ms: u64) -> CoreResult<Vec<bool>> {
+        Ok(vec![true; keys.len()])
+    }
+    /// Gives back leases taken with [`State::lease_many`].
+    async fn unlease_many(&self, _keys: &[String]) -> CoreResult<()> {
+        Ok(())
+    }
     /// For each (key, job) in order: adds the key to the seen-set and, when it was new and
     /// a job is given, offers the job to the queues. One atomic step for the whole batch
     /// where the backend is remote, so a batch that fails is not half admitted: run again
