@@ -289,8 +289,24 @@ pub enum Once {
     Check,
 }
 
+/// Set once everything the writer does for a page is done (line, index, archive, count).
 fn written_key(url: &str) -> String {
     format!("written|{url}")
+}
+
+/// Set once a page's line is flushed: a delivery handed again before its page was done
+/// (a writer killed between its line and its index) redoes the rest, not the line.
+fn line_key(url: &str) -> String {
+    format!("line|{url}")
+}
+
+/// Which of the batch's pages already have their line.
+async fn lines_written(
+    state: &dyn State,
+    outcomes: &[changes::Outcome],
+) -> Result<Vec<bool>, IndexerError> {
+    let keys: Vec<String> = outcomes.iter().map(|o| line_key(&o.page.url)).collect();
+    Ok(state.seen_contains_many(&keys).await?)
 }
 
 /// The batch without the pages already written (acked here, counted as repeated).
@@ -298,8 +314,15 @@ async fn drop_written(
     docs: &dyn Queue<Doc>,
     state: &dyn State,
     batch: Vec<trawl_core::queue::Delivery<Doc>>,
+    once: Once,
 ) -> Result<Vec<trawl_core::queue::Delivery<Doc>>, IndexerError> {
-    let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
+    // A page is done when all was done for it; a dead letter, as soon as the page has a
+    // line (its letter must not add a second).
+    let key = match once {
+        Once::Check => line_key,
+        Once::Off | Once::Mark => written_key,
+    };
+    let keys: Vec<String> = batch.iter().map(|d| key(&d.msg.page.url)).collect();
     let written = state.seen_contains_many(&keys).await?;
     let mut keep = Vec::with_capacity(batch.len());
     let mut repeated = 0;
@@ -318,6 +341,11 @@ async fn drop_written(
     Ok(keep)
 }
 
+/// How long a page's write lease lasts: longer than a batch takes to write, short enough
+/// that a writer killed holding it frees its pages within a delivery or two handed back
+/// (a page handed back too often would be dead-lettered).
+const WRITE_LEASE: Duration = Duration::from_secs(10);
+
 /// The batch's pages this writer may write now: those whose write lease it took. A page
 /// another delivery is writing right now (a redelivery that overtook the first, after a
 /// kill or a consumer made again) is handed back for a moment and then found written.
@@ -331,12 +359,9 @@ async fn lease_writes(
         return Ok((batch, Vec::new()));
     }
     let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
-    // Held as long as a delivery is: a writer that dies frees its pages by the time they
-    // are handed out again.
-    let ttl = docs
-        .progress_every()
-        .map_or(Duration::from_secs(30), |every| every * 3);
-    let taken = state.lease_many(&keys, ttl.as_millis() as u64).await?;
+    let taken = state
+        .lease_many(&keys, WRITE_LEASE.as_millis() as u64)
+        .await?;
     let mut keep = Vec::with_capacity(batch.len());
     let mut leases = Vec::with_capacity(batch.len());
     for ((d, key), mine) in batch.into_iter().zip(keys).zip(taken) {
@@ -345,7 +370,7 @@ async fn lease_writes(
             leases.push(key);
         } else {
             tracing::info!(url = %d.msg.page.url, "page being written by another delivery: handed back");
-            docs.nak(d.id, Duration::from_secs(3)).await?;
+            docs.nak(d.id, WRITE_LEASE / 2).await?;
         }
     }
     Ok((keep, leases))
@@ -476,7 +501,7 @@ async fn write_docs(
         };
         let batch = match side.once {
             Once::Off => batch,
-            Once::Mark | Once::Check => drop_written(&*docs, &*state, batch).await?,
+            Once::Mark | Once::Check => drop_written(&*docs, &*state, batch, side.once).await?,
         };
         if batch.is_empty() {
             if !leases.is_empty() {
@@ -489,7 +514,18 @@ async fn write_docs(
         // machine, a slow index commit) would otherwise be handed out again and written twice.
         let work = async {
             let outcomes = compare(&side, batch.into_iter().map(|d| d.msg.page)).await?;
-            let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes)?;
+            let lined = match side.once {
+                Once::Mark => lines_written(&*state, &outcomes).await?,
+                Once::Off | Once::Check => vec![false; outcomes.len()],
+            };
+            let (starts, end, changes_end) = write_batch(&sink, &side, &outcomes, &lined)?;
+            if side.once == Once::Mark {
+                // One step for the batch, right after the flush: the window in which a
+                // kill leaves a line its redelivery cannot see is one round trip.
+                let marks = outcomes.iter().zip(&lined).filter(|(_, l)| !**l);
+                let marks = marks.map(|(o, _)| (line_key(&o.page.url), None)).collect();
+                state.admit_many(marks).await?;
+            }
             if let IndexTarget::InPlace { indexer, .. } = &mut target {
                 for o in &outcomes {
                     match changes::IndexAction::of(&o.page) {
@@ -511,9 +547,8 @@ async fn write_docs(
             }
             count_pages(&*state, outcomes.iter().map(|o| &o.page)).await?;
             if side.once == Once::Mark {
-                for o in &outcomes {
-                    state.seen_add(&written_key(&o.page.url)).await?;
-                }
+                let marks = outcomes.iter().map(|o| (written_key(&o.page.url), None));
+                state.admit_many(marks.collect()).await?;
             }
             if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
                 for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
@@ -568,23 +603,27 @@ async fn compare(
     Ok(out)
 }
 
-/// Writes and flushes the batch's lines and events; returns where each line starts, the
-/// file's end, and the end of `changes.jsonl` when there is one.
+/// Writes and flushes the batch's lines and events (not those of pages `lined` says an
+/// earlier delivery wrote); returns where each line starts, the file's end, and the end of
+/// `changes.jsonl` when there is one.
 fn write_batch(
     sink: &std::sync::Mutex<JsonlSink>,
     side: &Side,
     outcomes: &[changes::Outcome],
+    lined: &[bool],
 ) -> Result<(Vec<u64>, u64, Option<u64>), IndexerError> {
     let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
     let mut starts = Vec::with_capacity(outcomes.len());
-    for o in outcomes {
-        starts.push(s.write(&o.page)?);
+    for (o, done) in outcomes.iter().zip(lined) {
+        // A line written by an earlier delivery: where the file ends now stands for it.
+        starts.push(if *done { s.len() } else { s.write(&o.page)? });
     }
     s.flush()?;
     let changes_end = match &side.recrawl {
         Some(r) => {
             let mut c = r.changes.lock().unwrap_or_else(|e| e.into_inner());
-            for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
+            let fresh = outcomes.iter().zip(lined).filter(|(_, l)| !**l);
+            for e in fresh.filter_map(|(o, _)| o.event.as_ref()) {
                 c.write(e)?;
             }
             c.flush()?;
