@@ -405,8 +405,12 @@ async fn with_and_without(fault: Fault, first: [u8; 4]) -> Option<(Run, Run)> {
     );
     assert_eq!(clean.lines, clean.distinct, "{clean:?}");
     // Every URL the crawl without faults wrote (pages and the query variants it admits)
-    // has its line after the fault too.
-    assert_eq!(faulted.distinct, clean.distinct, "lines lost: {faulted:?}");
+    // has its line after the fault too (a Redis that lost its last second may count one
+    // more query variant in).
+    assert!(
+        faulted.distinct >= clean.distinct,
+        "lines lost: {faulted:?} against {clean:?}"
+    );
     Some((clean, faulted))
 }
 
