@@ -1,4 +1,5 @@
-//! Every service's HTTP endpoints: `/healthz` (alive and not stalled), `/readyz` (the stage serves, NATS
+//! Every service's HTTP endpoints: `/healthz` (alive, and not stalled while its backends
+//! answer), `/readyz` (the stage serves, NATS
 //! is connected, and no hop it consumes has messages waiting while it consumed nothing for
 //! `stall_after_s`) and `/metrics` (Prometheus text). GET only: nothing here changes state.
 //!
@@ -35,6 +36,9 @@ struct Snapshot {
     /// Why the stage is stalled, when it is: a hop it consumes has messages waiting and
     /// it consumed nothing for `stall_after_s`.
     stalled: Option<String>,
+    /// Stalled while NATS and Redis both answer: the stage itself is stuck, and starting
+    /// it again may help (a backend away would make every stage restart, for nothing).
+    stuck: bool,
     at: Option<Instant>,
 }
 
@@ -62,18 +66,19 @@ pub async fn serve_http(
     let app = axum::Router::new()
         .route(
             "/healthz",
-            // Alive unless stalled: a stage that consumes nothing while work waits is
-            // restarted by Kubernetes's liveness probe, not only taken out of service.
+            // Alive unless stuck: a stage that consumes nothing while work waits and its
+            // backends answer is restarted by Kubernetes's liveness probe, not only taken
+            // out of service.
             get(move || {
                 let s = s2.clone();
                 async move {
-                    let stalled = s.lock().unwrap_or_else(|e| e.into_inner()).stalled.clone();
-                    match stalled {
-                        Some(why) => (
+                    let snap = s.lock().unwrap_or_else(|e| e.into_inner());
+                    match (&snap.stalled, snap.stuck) {
+                        (Some(why), true) => (
                             axum::http::StatusCode::SERVICE_UNAVAILABLE,
                             format!("stalled: {why}"),
                         ),
-                        None => (axum::http::StatusCode::OK, "ok".to_string()),
+                        _ => (axum::http::StatusCode::OK, "ok".to_string()),
                     }
                 }
             }),
@@ -147,8 +152,11 @@ async fn refresh(
                 s.hops = t;
             }
             // Unread (NATS away): the last reading stands; NATS's own state makes the
-            // stage unready meanwhile.
+            // stage unready meanwhile. A stage waiting on a backend that is away is not
+            // stalled: restarting it would not help, and every stage would restart at once.
+            let redis_up = matches!(counters, Ok(Some(_)));
             if let Ok((t, stalled)) = consumers {
+                s.stuck = stalled.is_some() && redis_up;
                 if stalled.is_some() && s.stalled.is_none() {
                     tracing::error!(
                         stage = stage.name(),

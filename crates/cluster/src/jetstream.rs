@@ -301,13 +301,13 @@ async fn keep_alive(inflight: Inflight, every: Duration, at_most: Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let held: Vec<jetstream::Message> = inflight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|(_, _, since)| since.elapsed() < at_most)
-            .map(|(m, _, _)| m.clone())
-            .collect();
+        let held: Vec<jetstream::Message> = {
+            let mut map = inflight.lock().unwrap_or_else(|e| e.into_inner());
+            // Held past `at_most`: stuck, or dropped without an answer. Let go, so its
+            // message is handed out again and its bytes are freed.
+            map.retain(|_, (_, _, since)| since.elapsed() < at_most);
+            map.values().map(|(m, _, _)| m.clone()).collect()
+        };
         for m in held {
             // A message acked meanwhile takes the progress as a no-op.
             if let Err(e) = m.ack_with(AckKind::Progress).await {
@@ -588,16 +588,33 @@ async fn watch_max_deliveries(
 /// own (its expiry plus [`PULL_GRACE`]) a stage's loop would wait forever on a server that
 /// came back.
 pub(crate) async fn pulled(
-    mut stream: jetstream::consumer::pull::Batch,
+    stream: jetstream::consumer::pull::Batch,
     expires: Option<Duration>,
     what: &str,
 ) -> Vec<jetstream::Message> {
+    pulled_checked(stream, expires, what)
+        .await
+        .unwrap_or_default()
+}
+
+/// [`pulled`], with the server's error when it brought nothing but one (its consumer
+/// gone, say): a pull that fails must not look like an empty one, or the stage's loop
+/// would spin on it while looking healthy.
+async fn pulled_checked(
+    mut stream: jetstream::consumer::pull::Batch,
+    expires: Option<Duration>,
+    what: &str,
+) -> Result<Vec<jetstream::Message>, String> {
     let mut out = Vec::new();
+    let mut failed = None;
     let deadline = tokio::time::Instant::now() + expires.unwrap_or(Duration::ZERO) + PULL_GRACE;
     loop {
         match tokio::time::timeout_at(deadline, stream.next()).await {
             Ok(Some(Ok(m))) => out.push(m),
-            Ok(Some(Err(e))) => tracing::debug!("pull: {e}"),
+            Ok(Some(Err(e))) => {
+                tracing::debug!("pull: {e}");
+                failed.get_or_insert(e.to_string());
+            }
             Ok(None) => break,
             Err(_) => {
                 tracing::warn!(
@@ -607,7 +624,10 @@ pub(crate) async fn pulled(
             }
         }
     }
-    out
+    match failed {
+        Some(e) if out.is_empty() => Err(e),
+        _ => Ok(out),
+    }
 }
 
 #[async_trait]
@@ -664,8 +684,10 @@ where
         if !got.is_empty() {
             crate::activity::mark(&self.cfg.stream);
         }
+        let out = self.deliveries(got).await;
+        // After the deliveries are held (and kept alive): the look takes three requests.
         self.unstrand().await;
-        self.deliveries(got).await
+        out
     }
 
     async fn ack(&self, id: u64) -> CoreResult<()> {
@@ -749,7 +771,9 @@ where
                     }
                 };
                 let stream = res.map_err(|e| backend("pull", e))?;
-                Ok::<_, CoreError>(pulled(stream, expires, &self.cfg.stream).await)
+                pulled_checked(stream, expires, &self.cfg.stream)
+                    .await
+                    .map_err(|e| backend("pull", e))
             }
         };
         got.extend(fetch(max, None).await?);
@@ -788,6 +812,21 @@ where
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let stream = self.stream.lock().await.clone();
+        // A consumer gone (made again by another replica whose create failed, removed by
+        // hand): made again, or every pull fails.
+        if let Err(e) = consumer.get_info().await {
+            use jetstream::context::ConsumerInfoErrorKind as K;
+            let missing = match e.kind() {
+                K::NotFound => true,
+                K::JetStream(j) => j.error_code() == jetstream::ErrorCode::CONSUMER_NOT_FOUND,
+                _ => false,
+            };
+            if missing {
+                tracing::warn!(stream = %self.cfg.stream, "consumer gone: making it again");
+                self.make_consumer(&stream).await;
+            }
+            return;
+        }
         // The consumer's counts between two readings of the stream that agree: nothing
         // was published or removed meanwhile, so they describe the same messages.
         let (Ok(before), Ok(info), Ok(after)) = (
@@ -824,6 +863,12 @@ where
         // Another replica may be doing the same: whichever consumer is made last is the
         // one every replica pulls from, by name.
         let _ = stream.delete_consumer(&self.cfg.consumer).await;
+        self.make_consumer(&stream).await;
+    }
+
+    /// The durable consumer, made (or taken) anew; a failure is logged and tried again at
+    /// the next look.
+    async fn make_consumer(&self, stream: &stream::Stream) {
         let made: Result<PullConsumer, _> = stream
             .get_or_create_consumer(&self.cfg.consumer, consumer_config(&self.cfg))
             .await;

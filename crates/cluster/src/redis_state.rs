@@ -466,27 +466,39 @@ impl State for RedisState {
         .await
     }
 
-    /// `SET lease:<digest> NX PX ttl` on the crawl's home shard, one pipeline a batch.
-    async fn lease_many(&self, keys: &[String], ttl_ms: u64) -> CoreResult<Vec<bool>> {
+    /// A lease per key on the crawl's home shard, one pipeline a batch: taken when free or
+    /// already held under `token` (a call the patient connection sent twice).
+    async fn lease_many(&self, keys: &[String], ttl_ms: u64, token: &str) -> CoreResult<Vec<bool>> {
+        const TAKE: &str = "local v = redis.call('GET', KEYS[1]) \
+            if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end \
+            if v == ARGV[1] then return 1 end return 0";
         let home = self.home();
-        let taken: Vec<Option<String>> = self
+        let taken: Vec<i64> = self
             .pipelined(home, keys, "lease", |pipe, key| {
-                pipe.cmd("SET")
-                    .arg(lease_key(home, key))
+                pipe.cmd("EVAL")
+                    .arg(TAKE)
                     .arg(1)
-                    .arg("NX")
-                    .arg("PX")
+                    .arg(lease_key(home, key))
+                    .arg(token)
                     .arg(ttl_ms.max(1));
             })
             .await?;
-        Ok(taken.into_iter().map(|t| t.is_some()).collect())
+        Ok(taken.into_iter().map(|t| t == 1).collect())
     }
 
-    async fn unlease_many(&self, keys: &[String]) -> CoreResult<()> {
+    /// Each lease given back only by its holder: one that expired and was taken by
+    /// another writer stays theirs.
+    async fn unlease_many(&self, keys: &[String], token: &str) -> CoreResult<()> {
+        const GIVE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+            return redis.call('DEL', KEYS[1]) end return 0";
         let home = self.home();
         let _: Vec<i64> = self
             .pipelined(home, keys, "unlease", |pipe, key| {
-                pipe.cmd("DEL").arg(lease_key(home, key));
+                pipe.cmd("EVAL")
+                    .arg(GIVE)
+                    .arg(1)
+                    .arg(lease_key(home, key))
+                    .arg(token);
             })
             .await?;
         Ok(())

@@ -354,13 +354,26 @@ async fn lease_writes(
     docs: &dyn Queue<Doc>,
     state: &dyn State,
     batch: Vec<trawl_core::queue::Delivery<Doc>>,
+    token: &str,
 ) -> Result<(Vec<trawl_core::queue::Delivery<Doc>>, Vec<String>), IndexerError> {
     if batch.is_empty() {
         return Ok((batch, Vec::new()));
     }
+    // Two copies of a page in one batch (a stage before handed it on twice) would both
+    // pass the batch's lease: the later copy waits, and is then found written.
+    let mut firsts = std::collections::HashSet::new();
+    let mut once = Vec::with_capacity(batch.len());
+    for d in batch {
+        if firsts.insert(d.msg.page.url.clone()) {
+            once.push(d);
+        } else {
+            docs.nak(d.id, WRITE_LEASE / 2).await?;
+        }
+    }
+    let batch = once;
     let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
     let taken = state
-        .lease_many(&keys, WRITE_LEASE.as_millis() as u64)
+        .lease_many(&keys, WRITE_LEASE.as_millis() as u64, token)
         .await?;
     let mut keep = Vec::with_capacity(batch.len());
     let mut leases = Vec::with_capacity(batch.len());
@@ -495,8 +508,11 @@ async fn write_docs(
         }
         // Leased first, then checked: a page another writer finished meanwhile is seen
         // written, not written again.
+        // Each batch's leases under a token of its own: two workers of one process are
+        // two writers.
+        let token = uuid::Uuid::new_v4().simple().to_string();
         let (batch, leases) = match side.once {
-            Once::Mark => lease_writes(&*docs, &*state, batch).await?,
+            Once::Mark => lease_writes(&*docs, &*state, batch, &token).await?,
             Once::Off | Once::Check => (batch, Vec::new()),
         };
         let batch = match side.once {
@@ -505,7 +521,7 @@ async fn write_docs(
         };
         if batch.is_empty() {
             if !leases.is_empty() {
-                state.unlease_many(&leases).await?;
+                state.unlease_many(&leases, &token).await?;
             }
             continue;
         }
@@ -546,14 +562,15 @@ async fn write_docs(
                 a.keep(&pages).await?;
             }
             count_pages(&*state, outcomes.iter().map(|o| &o.page)).await?;
-            if side.once == Once::Mark {
-                let marks = outcomes.iter().map(|o| (written_key(&o.page.url), None));
-                state.admit_many(marks.collect()).await?;
-            }
             if let Some(q) = side.recrawl.as_ref().and_then(|r| r.publish.as_ref()) {
                 for e in outcomes.iter().filter_map(|o| o.event.as_ref()) {
                     q.publish(e.clone()).await?;
                 }
+            }
+            // Last: a page marked done has its line, index rows, archive, counts and events.
+            if side.once == Once::Mark {
+                let marks = outcomes.iter().map(|o| (written_key(&o.page.url), None));
+                state.admit_many(marks.collect()).await?;
             }
             if let Some(j) = &side.journal {
                 let pages: Vec<(u64, &PageRecord)> = starts
@@ -577,7 +594,7 @@ async fn write_docs(
             docs.ack(id).await?;
         }
         if !leases.is_empty() {
-            state.unlease_many(&leases).await?;
+            state.unlease_many(&leases, &token).await?;
         }
         if let IndexTarget::Follow(feed) = &target {
             feed.written(end);

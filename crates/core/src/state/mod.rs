@@ -79,11 +79,18 @@ pub trait State: Send + Sync {
     /// first delivery is still being written) write it once: the second waits for the
     /// first. A lease whose holder died ends with its TTL. A state of one process, where no
     /// page is handed out twice at once, grants every lease.
-    async fn lease_many(&self, keys: &[String], _ttl_ms: u64) -> CoreResult<Vec<bool>> {
+    /// `token` names the holder: a lease already held under it is taken again (a call
+    /// sent twice), and only its holder gives it back.
+    async fn lease_many(
+        &self,
+        keys: &[String],
+        _ttl_ms: u64,
+        _token: &str,
+    ) -> CoreResult<Vec<bool>> {
         Ok(vec![true; keys.len()])
     }
-    /// Gives back leases taken with [`State::lease_many`].
-    async fn unlease_many(&self, _keys: &[String]) -> CoreResult<()> {
+    /// Gives back the leases of `keys` held under `token` ([`State::lease_many`]).
+    async fn unlease_many(&self, _keys: &[String], _token: &str) -> CoreResult<()> {
         Ok(())
     }
     /// For each (key, job) in order: adds the key to the seen-set and, when it was new and
