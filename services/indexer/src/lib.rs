@@ -290,14 +290,28 @@ pub enum Once {
 }
 
 /// Set once everything the writer does for a page is done (line, index, archive, count).
-fn written_key(url: &str) -> String {
-    format!("written|{url}")
+fn written_key(page: &PageRecord) -> String {
+    format!("written|{}", page_key(page))
+}
+
+/// What makes a page one record: its URL, and for a page read from an archive the record
+/// it came from (an ingest has several captures of one URL, each a document).
+fn page_key(page: &PageRecord) -> String {
+    match &page.source {
+        Some(s) => format!(
+            "{}#{}#{}",
+            page.url,
+            s.file,
+            s.record_id.as_deref().or(s.date.as_deref()).unwrap_or("")
+        ),
+        None => page.url.clone(),
+    }
 }
 
 /// Set once a page's line is flushed: a delivery handed again before its page was done
 /// (a writer killed between its line and its index) redoes the rest, not the line.
-fn line_key(url: &str) -> String {
-    format!("line|{url}")
+fn line_key(page: &PageRecord) -> String {
+    format!("line|{}", page_key(page))
 }
 
 /// Which of the batch's pages already have their line.
@@ -305,7 +319,7 @@ async fn lines_written(
     state: &dyn State,
     outcomes: &[changes::Outcome],
 ) -> Result<Vec<bool>, IndexerError> {
-    let keys: Vec<String> = outcomes.iter().map(|o| line_key(&o.page.url)).collect();
+    let keys: Vec<String> = outcomes.iter().map(|o| line_key(&o.page)).collect();
     Ok(state.seen_contains_many(&keys).await?)
 }
 
@@ -322,7 +336,7 @@ async fn drop_written(
         Once::Check => line_key,
         Once::Off | Once::Mark => written_key,
     };
-    let keys: Vec<String> = batch.iter().map(|d| key(&d.msg.page.url)).collect();
+    let keys: Vec<String> = batch.iter().map(|d| key(&d.msg.page)).collect();
     let written = state.seen_contains_many(&keys).await?;
     let mut keep = Vec::with_capacity(batch.len());
     let mut repeated = 0;
@@ -364,14 +378,14 @@ async fn lease_writes(
     let mut firsts = std::collections::HashSet::new();
     let mut once = Vec::with_capacity(batch.len());
     for d in batch {
-        if firsts.insert(d.msg.page.url.clone()) {
+        if firsts.insert(page_key(&d.msg.page)) {
             once.push(d);
         } else {
             docs.nak(d.id, WRITE_LEASE / 2).await?;
         }
     }
     let batch = once;
-    let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page.url)).collect();
+    let keys: Vec<String> = batch.iter().map(|d| written_key(&d.msg.page)).collect();
     let taken = state
         .lease_many(&keys, WRITE_LEASE.as_millis() as u64, token)
         .await?;
@@ -539,7 +553,7 @@ async fn write_docs(
                 // One step for the batch, right after the flush: the window in which a
                 // kill leaves a line its redelivery cannot see is one round trip.
                 let marks = outcomes.iter().zip(&lined).filter(|(_, l)| !**l);
-                let marks = marks.map(|(o, _)| (line_key(&o.page.url), None)).collect();
+                let marks = marks.map(|(o, _)| (line_key(&o.page), None)).collect();
                 state.admit_many(marks).await?;
             }
             if let IndexTarget::InPlace { indexer, .. } = &mut target {
@@ -569,7 +583,7 @@ async fn write_docs(
             }
             // Last: a page marked done has its line, index rows, archive, counts and events.
             if side.once == Once::Mark {
-                let marks = outcomes.iter().map(|o| (written_key(&o.page.url), None));
+                let marks = outcomes.iter().map(|o| (written_key(&o.page), None));
                 state.admit_many(marks.collect()).await?;
             }
             if let Some(j) = &side.journal {
