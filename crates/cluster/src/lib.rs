@@ -7,6 +7,7 @@ pub mod dead_pages;
 pub mod dlq;
 pub mod endpoints;
 pub mod jetstream;
+pub mod queue_stats;
 pub mod queued_job;
 pub mod redis_archives;
 pub mod redis_conn;

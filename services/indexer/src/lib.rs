@@ -355,6 +355,44 @@ async fn drop_written(
     Ok(keep)
 }
 
+/// The write leases a batch holds, under a token of its own (two workers of one process
+/// are two writers).
+#[derive(Default)]
+struct Leases {
+    keys: Vec<String>,
+    token: String,
+}
+
+impl Leases {
+    async fn give_back(&self, state: &dyn State) -> Result<(), IndexerError> {
+        if !self.keys.is_empty() {
+            state.unlease_many(&self.keys, &self.token).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What of a pulled batch this writer writes, by `once`: with [`Once::Mark`], its pages
+/// leased first, then checked (a page another writer finished meanwhile is seen written,
+/// not written again); with [`Once::Check`], only checked; with [`Once::Off`], all of it.
+async fn to_write(
+    docs: &dyn Queue<Doc>,
+    state: &dyn State,
+    batch: Vec<trawl_core::queue::Delivery<Doc>>,
+    once: Once,
+) -> Result<(Vec<trawl_core::queue::Delivery<Doc>>, Leases), IndexerError> {
+    let (batch, leases) = match once {
+        Once::Off => return Ok((batch, Leases::default())),
+        Once::Check => (batch, Leases::default()),
+        Once::Mark => {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            let (batch, keys) = lease_writes(docs, state, batch, &token).await?;
+            (batch, Leases { keys, token })
+        }
+    };
+    Ok((drop_written(docs, state, batch, once).await?, leases))
+}
+
 /// How long a page's write lease lasts: longer than a batch takes to write, short enough
 /// that a writer killed holding it frees its pages within a delivery or two handed back
 /// (a page handed back too often would be dead-lettered).
@@ -520,23 +558,9 @@ async fn write_docs(
             }
             continue;
         }
-        // Leased first, then checked: a page another writer finished meanwhile is seen
-        // written, not written again.
-        // Each batch's leases under a token of its own: two workers of one process are
-        // two writers.
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let (batch, leases) = match side.once {
-            Once::Mark => lease_writes(&*docs, &*state, batch, &token).await?,
-            Once::Off | Once::Check => (batch, Vec::new()),
-        };
-        let batch = match side.once {
-            Once::Off => batch,
-            Once::Mark | Once::Check => drop_written(&*docs, &*state, batch, side.once).await?,
-        };
+        let (batch, leases) = to_write(&*docs, &*state, batch, side.once).await?;
         if batch.is_empty() {
-            if !leases.is_empty() {
-                state.unlease_many(&leases, &token).await?;
-            }
+            leases.give_back(&*state).await?;
             continue;
         }
         let ids: Vec<u64> = batch.iter().map(|d| d.id).collect();
@@ -607,9 +631,7 @@ async fn write_docs(
             }
             docs.ack(id).await?;
         }
-        if !leases.is_empty() {
-            state.unlease_many(&leases, &token).await?;
-        }
+        leases.give_back(&*state).await?;
         if let IndexTarget::Follow(feed) = &target {
             feed.written(end);
         }
