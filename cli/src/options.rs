@@ -144,7 +144,7 @@ pub fn with_defaults(mut cmd: clap::Command, settings: &Settings) -> clap::Comma
         if let Some(values) = flat.get(&id).filter(|v| !v.is_empty()) {
             let secret = matches!(
                 id.as_str(),
-                "nats_password" | "nats_token" | "refine_api_key"
+                "nats_password" | "nats_token" | "refine_api_key" | "llm_api_key"
             ) || values.iter().any(|v| redact_url(v) != *v);
             let values = values.clone();
             // The derive marks every flag without a default in its attributes required.

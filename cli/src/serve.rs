@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use trawl_api::ServeConfig;
-use trawl_core::settings::{ClusterSettings, CrawlSettings, Settings};
+use trawl_core::settings::{ClusterSettings, CrawlSettings, LlmSettings, Settings};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -54,6 +54,9 @@ pub struct ServeArgs {
     pub cluster_settings: ClusterSettings,
     #[command(flatten)]
     pub crawl: CrawlSettings,
+    /// The model the LLM formats (`json`, `summary`, `/v2/extract`) call.
+    #[command(flatten)]
+    pub llm: LlmSettings,
 }
 
 impl ServeArgs {
@@ -63,6 +66,7 @@ impl ServeArgs {
         let settings = Settings {
             crawl: self.crawl,
             cluster: self.cluster_settings,
+            llm: self.llm,
             ..settings.clone()
         };
         ServeConfig {

@@ -4,6 +4,8 @@
 //! that outlive a `kill -9` of the server, per-key limits, the private-address default,
 //! and `trawl map` printing what `/v2/map` answers.
 
+mod formats;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -143,7 +145,7 @@ async fn bad_requests_get_firecrawls_error_body_and_never_a_crash() {
         ),
         (
             "an unknown format",
-            format!(r#"{{"url":"{}","formats":["screenshot"]}}"#, site.url("/")),
+            format!(r#"{{"url":"{}","formats":["audio"]}}"#, site.url("/")),
             400,
         ),
         (

@@ -89,6 +89,35 @@ fn body_of(path: &str) -> Option<String> {
              being hard to find.</p>",
         ),
         "private/secret" => page("Secret", false, "<p>robots.txt disallows this page.</p>"),
+        // A client-side app: nothing but a root and a script, which writes the text.
+        "app" => "<!doctype html><html lang=en><head><title>App</title></head><body>\
+                  <div id=\"root\"></div><script src=\"/app.js\"></script></body></html>"
+            .into(),
+        // Text a click reveals.
+        "reveal" => page(
+            "Reveal",
+            false,
+            "<h1>Reveal</h1><p>This page hides its best part until the button below is \
+             pressed, as many pages hide their answers behind a click.</p>\
+             <button id=more onclick=\"document.getElementById('extra').innerHTML = '<p>The \
+             hidden paragraph: revealed by a click, it tells that the treasure is under the \
+             old oak tree by the river.</p>'; this.hidden = true\">Show more</button>\
+             <div id=extra></div>",
+        ),
+        // A page taller than any screen.
+        "tall" => page(
+            "Tall",
+            false,
+            "<h1>Tall</h1><p>A page three thousand pixels tall, for full-page screenshots.</p>\
+             <div style=\"height:3000px;width:600px;background:#c0ffee\"></div><p>The end.</p>",
+        ),
+        "product" => page(
+            "Widget Pro",
+            false,
+            "<h1>Widget Pro</h1><p>The Widget Pro is a kitchen gadget made by Acme. It \
+             costs 42 dollars and ships in two days.</p><p>It slices, dices and \
+             remembers birthdays.</p>",
+        ),
         _ => return None,
     })
 }
@@ -146,6 +175,18 @@ impl Fixture {
                 }),
             )
             .route("/slow/{n}", get(slow))
+            .route(
+                "/app.js",
+                get(|| async {
+                    (
+                        [("content-type", "application/javascript")],
+                        "setTimeout(function () { document.getElementById('root').innerHTML = \
+                         '<h1>Rendered</h1><p>Rendered by JavaScript: this paragraph exists only \
+                         once the app has run in a browser, some time after the page loaded.</p>'; \
+                         }, 300);",
+                    )
+                }),
+            )
             .route(
                 "/changing",
                 get(|State(o): State<Origin>| async move {

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use trawl_core::render::{Action, PageScript, Shot};
 
 /// A request answered with Firecrawl's error body: `{"success":false,"error",...}`.
 #[derive(Debug, Clone)]
@@ -72,6 +73,15 @@ pub enum FormatSpec {
         modes: Vec<String>,
         #[serde(default)]
         tag: Option<String>,
+        /// `json`: the JSON Schema the answer must fit.
+        #[serde(default)]
+        schema: Option<Value>,
+        /// `json`: what to extract, in words.
+        #[serde(default)]
+        prompt: Option<String>,
+        /// `screenshot`: its options (`fullPage`, `quality`, `viewport`).
+        #[serde(flatten)]
+        shot: Shot,
     },
 }
 
@@ -85,6 +95,19 @@ pub struct Formats {
     pub images: bool,
     /// `changeTracking`, with its `git-diff` mode and tag.
     pub change_tracking: Option<ChangeTracking>,
+    /// `json`: the page read into a schema by the configured model.
+    pub json: Option<JsonFormat>,
+    /// `summary`: the page summed up by the configured model.
+    pub summary: bool,
+    /// `screenshot`: the page as the browser shows it.
+    pub screenshot: Option<Shot>,
+}
+
+/// The `json` format's schema and prompt (at least one of them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonFormat {
+    pub schema: Option<Value>,
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -102,11 +125,45 @@ impl Formats {
             return Ok(f);
         };
         for spec in specs {
-            let (kind, modes, tag) = match spec {
-                FormatSpec::Name(n) => (n.as_str(), &[][..], None),
-                FormatSpec::Object { kind, modes, tag } => (kind.as_str(), &modes[..], tag.clone()),
+            let none = Shot::default();
+            let (kind, modes, tag, schema, prompt, shot) = match spec {
+                FormatSpec::Name(n) => (n.as_str(), &[][..], None, None, None, &none),
+                FormatSpec::Object {
+                    kind,
+                    modes,
+                    tag,
+                    schema,
+                    prompt,
+                    shot,
+                } => (
+                    kind.as_str(),
+                    &modes[..],
+                    tag.clone(),
+                    schema.clone().filter(|s| !s.is_null()),
+                    prompt.clone().filter(|p| !p.trim().is_empty()),
+                    shot,
+                ),
             };
             match kind {
+                "json" => {
+                    if schema.is_none() && prompt.is_none() {
+                        return Err(ApiError::bad_request(
+                            "Bad Request: the json format needs a schema or a prompt: \
+                             {\"type\":\"json\",\"schema\":{...},\"prompt\":\"...\"}",
+                        ));
+                    }
+                    if let Some(s) = &schema {
+                        crate::llm::check_schema(s)?;
+                    }
+                    f.json = Some(JsonFormat { schema, prompt })
+                }
+                "summary" => f.summary = true,
+                "screenshot" | "screenshot@fullPage" => {
+                    let mut shot = shot.clone();
+                    shot.full_page |= kind == "screenshot@fullPage";
+                    check_shot(&shot)?;
+                    f.screenshot = Some(shot);
+                }
                 "markdown" => f.markdown = true,
                 "html" => f.html = true,
                 "rawHtml" => f.raw_html = true,
@@ -121,7 +178,7 @@ impl Formats {
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "format {other:?} is not supported by trawl (markdown, html, rawHtml, \
-                         links, images and changeTracking are)"
+                         links, images, summary, json, screenshot and changeTracking are)"
                     )));
                 }
             }
@@ -138,6 +195,30 @@ impl Formats {
     pub fn needs_html(&self) -> bool {
         self.html || self.raw_html || self.images
     }
+
+    /// A format that asks the configured model.
+    pub fn needs_llm(&self) -> bool {
+        self.json.is_some() || self.summary
+    }
+}
+
+/// A screenshot's options within bounds: a quality of 1 to 100, a viewport of 1 to
+/// 10,000 pixels a side.
+fn check_shot(s: &Shot) -> Result<(), ApiError> {
+    if s.quality.is_some_and(|q| !(1..=100).contains(&q)) {
+        return Err(ApiError::bad_request(
+            "Bad Request: a screenshot's quality is 1 to 100",
+        ));
+    }
+    let side = |n: u32| (1..=10_000).contains(&n);
+    if s.viewport
+        .is_some_and(|v| !side(v.width) || !side(v.height))
+    {
+        return Err(ApiError::bad_request(
+            "Bad Request: a viewport is 1 to 10000 pixels wide and high",
+        ));
+    }
+    Ok(())
 }
 
 /// The scrape options, shared by `/v2/scrape`, a crawl's `scrapeOptions` and a batch.
@@ -150,6 +231,12 @@ pub struct ScrapeOptions {
     pub exclude_tags: Vec<String>,
     /// Milliseconds the whole scrape may take.
     pub timeout: Option<u64>,
+    /// Milliseconds to wait once the page settled in the browser.
+    pub wait_for: Option<u64>,
+    /// A phone's viewport and layout.
+    pub mobile: Option<bool>,
+    /// Firecrawl's browser actions, run in order once the page settled.
+    pub actions: Option<Vec<Action>>,
 }
 
 /// The scrape options checked and resolved.
@@ -159,7 +246,16 @@ pub struct PageOptions {
     pub only_main_content: bool,
     pub include_tags: Vec<String>,
     pub exclude_tags: Vec<String>,
+    /// What the browser does with the page (`waitFor`, `mobile`, `actions`,
+    /// `screenshot`); any of them means the page is rendered.
+    pub script: Option<PageScript>,
 }
+
+/// Actions one scrape may ask for.
+pub const MAX_ACTIONS: usize = 50;
+
+/// The longest a scrape's waits may add up to (`waitFor` and its wait actions).
+pub const MAX_WAIT_MS: u64 = 60_000;
 
 impl ScrapeOptions {
     pub fn resolve(&self) -> Result<PageOptions, ApiError> {
@@ -167,12 +263,78 @@ impl ScrapeOptions {
             trawl_extract::check_selectors(std::slice::from_ref(sel))
                 .map_err(|e| ApiError::bad_request(format!("Bad Request: {e}")))?;
         }
+        let formats = Formats::parse(self.formats.as_deref())?;
+        let actions = self.actions.clone().unwrap_or_default();
+        if actions.len() > MAX_ACTIONS {
+            return Err(ApiError::bad_request(format!(
+                "Bad Request: at most {MAX_ACTIONS} actions, not {}",
+                actions.len()
+            )));
+        }
+        for (i, a) in actions.iter().enumerate() {
+            check_action(a).map_err(|e| {
+                ApiError::bad_request(format!("Bad Request: action {} ({}): {e}", i + 1, a.name()))
+            })?;
+        }
+        let script = PageScript {
+            wait_ms: self.wait_for.unwrap_or(0),
+            mobile: self.mobile.unwrap_or(false),
+            actions,
+            screenshot: formats.screenshot.clone(),
+        };
+        if script.waits_ms() > MAX_WAIT_MS {
+            return Err(ApiError::bad_request(format!(
+                "Bad Request: waitFor and the wait actions add up to {} ms; at most {MAX_WAIT_MS}",
+                script.waits_ms()
+            )));
+        }
         Ok(PageOptions {
-            formats: Formats::parse(self.formats.as_deref())?,
+            formats,
             only_main_content: self.only_main_content.unwrap_or(true),
             include_tags: self.include_tags.clone(),
             exclude_tags: self.exclude_tags.clone(),
+            script: (!script.is_empty()).then_some(script),
         })
+    }
+}
+
+/// An action's fields within bounds (its selectors parse, a wait has one measure).
+fn check_action(a: &Action) -> Result<(), String> {
+    let selector = |s: &str| {
+        trawl_extract::check_selectors(&[s.to_string()])
+            .map(|_| ())
+            .map_err(|e| format!("{s:?} is not a CSS selector: {e}"))
+    };
+    match a {
+        Action::Wait {
+            milliseconds,
+            selector: sel,
+        } => match (milliseconds, sel) {
+            (Some(_), Some(_)) | (None, None) => {
+                Err("give milliseconds or a selector, one of them".into())
+            }
+            (_, Some(s)) => selector(s),
+            _ => Ok(()),
+        },
+        Action::Click { selector: s, .. } => selector(s),
+        Action::Scroll {
+            direction,
+            selector: s,
+        } => {
+            if let Some(d) = direction
+                .as_deref()
+                .filter(|d| !matches!(*d, "up" | "down"))
+            {
+                return Err(format!("direction is up or down, not {d:?}"));
+            }
+            s.as_deref().map_or(Ok(()), selector)
+        }
+        Action::Press { key } if key.is_empty() => Err("needs a key".into()),
+        Action::Screenshot { shot } => check_shot(shot).map_err(|e| e.message),
+        Action::Pdf { scale, .. } if scale.is_some_and(|s| !(0.1..=2.0).contains(&s)) => {
+            Err("scale is 0.1 to 2".into())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -278,6 +440,16 @@ pub struct PageParts {
     pub scrape_id: String,
     /// trawl's own facts, kept as extra metadata keys (the SDK keeps unknown keys).
     pub extra: Map<String, Value>,
+    /// The `summary` format's text.
+    pub summary: Option<String>,
+    /// The `json` format's object.
+    pub json: Option<Value>,
+    /// The `screenshot` format's URL.
+    pub screenshot: Option<String>,
+    /// The actions' results: `{screenshots, scrapes, javascriptReturns, pdfs}`.
+    pub actions: Option<Value>,
+    /// What the caller should know (a page that needed a browser but got none).
+    pub warning: Option<String>,
 }
 
 /// A Firecrawl document with just the formats asked for; counters are never null, and
@@ -327,6 +499,24 @@ pub fn document(p: PageParts, f: &Formats, change: Option<Value>) -> Value {
     if let Some(c) = change {
         doc.insert("changeTracking".into(), c);
     }
+    if f.summary {
+        doc.insert("summary".into(), p.summary.unwrap_or_default().into());
+    }
+    if f.json.is_some() {
+        doc.insert("json".into(), p.json.unwrap_or(Value::Null));
+    }
+    if f.screenshot.is_some() {
+        doc.insert(
+            "screenshot".into(),
+            p.screenshot.map_or(Value::Null, Value::from),
+        );
+    }
+    if let Some(a) = p.actions {
+        doc.insert("actions".into(), a);
+    }
+    if let Some(w) = p.warning {
+        doc.insert("warning".into(), w.into());
+    }
     doc.insert("metadata".into(), Value::Object(meta));
     Value::Object(doc)
 }
@@ -351,7 +541,7 @@ mod tests {
             })
         );
         assert!(Formats::parse(None).unwrap().markdown);
-        let bad: Vec<FormatSpec> = serde_json::from_str(r#"["screenshot"]"#).unwrap();
+        let bad: Vec<FormatSpec> = serde_json::from_str(r#"["pdfx"]"#).unwrap();
         assert_eq!(
             Formats::parse(Some(&bad)).unwrap_err().status,
             StatusCode::BAD_REQUEST

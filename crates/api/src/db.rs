@@ -18,6 +18,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at TEXT NOT NULL,
     finished_at TEXT
 );
+CREATE TABLE IF NOT EXISTS extracts (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    finished_at TEXT
+);
 CREATE TABLE IF NOT EXISTS snapshots (
     owner TEXT NOT NULL,
     url TEXT NOT NULL,
@@ -54,6 +64,20 @@ pub struct Snapshot {
     pub scraped_at: String,
 }
 
+/// An extract job as stored (`/v2/extract`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractRow {
+    pub id: String,
+    pub owner: String,
+    pub request: String,
+    /// `processing`, `completed` or `failed`.
+    pub status: String,
+    /// The answer, JSON.
+    pub data: Option<String>,
+    pub error: Option<String>,
+    pub created_at: String,
+}
+
 #[derive(Clone)]
 pub struct Db {
     conn: Arc<Mutex<Connection>>,
@@ -75,6 +99,70 @@ impl Db {
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> anyhow::Result<T> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         f(&conn).context("serve.db")
+    }
+
+    pub fn insert_extract(&self, id: &str, owner: &str, request: &str) -> anyhow::Result<()> {
+        let now = chrono::Utc::now().to_rfc3339();
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO extracts (id, owner, request, status, created_at)
+                 VALUES (?1, ?2, ?3, 'processing', ?4)",
+                params![id, owner, request, now],
+            )
+            .map(|_| ())
+        })
+    }
+
+    pub fn finish_extract(
+        &self,
+        id: &str,
+        data: Option<&str>,
+        error: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let now = chrono::Utc::now().to_rfc3339();
+        let status = if error.is_some() {
+            "failed"
+        } else {
+            "completed"
+        };
+        self.with(|c| {
+            c.execute(
+                "UPDATE extracts SET status = ?2, data = ?3, error = ?4, finished_at = ?5
+                 WHERE id = ?1",
+                params![id, status, data, error, now],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn extract_rows(&self, filter: &str, arg: &str) -> anyhow::Result<Vec<ExtractRow>> {
+        let sql = format!(
+            "SELECT id, owner, request, status, data, error, created_at FROM extracts WHERE {filter}"
+        );
+        self.with(|c| {
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map(params![arg], |r| {
+                Ok(ExtractRow {
+                    id: r.get(0)?,
+                    owner: r.get(1)?,
+                    request: r.get(2)?,
+                    status: r.get(3)?,
+                    data: r.get(4)?,
+                    error: r.get(5)?,
+                    created_at: r.get(6)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    pub fn extract(&self, id: &str) -> anyhow::Result<Option<ExtractRow>> {
+        Ok(self.extract_rows("id = ?1", id)?.into_iter().next())
+    }
+
+    /// Extracts a stop left running: they run again at start-up.
+    pub fn unfinished_extracts(&self) -> anyhow::Result<Vec<ExtractRow>> {
+        self.extract_rows("status = ?1", "processing")
     }
 
     pub fn insert_job(&self, j: &JobRow) -> anyhow::Result<()> {

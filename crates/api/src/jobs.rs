@@ -22,8 +22,8 @@ use super::api::{self, ApiError, PageOptions, PageParts};
 use super::db::{Db, JobRow};
 use super::lines::{LineIndex, read_record, refresh};
 use super::on_cluster::{Cluster, Ended};
-use super::page;
 use super::plan::{self, Planned};
+use super::{browser, page};
 use trawl_runtime::{CrawlPlan, LiveCounts};
 
 /// Documents per status page, and bytes, at most (Firecrawl's own page size).
@@ -409,7 +409,8 @@ impl Jobs {
             let rec = read_record(f, off, len)?;
             bytes += len as usize;
             n += 1;
-            data.push(self.document(rec, &view.page)?);
+            let files = artifacts_base(base, id);
+            data.push(self.document(rec, &view.page, &files)?);
         }
         let mut out = json!({
             "success": true,
@@ -498,7 +499,12 @@ impl Jobs {
         )
     }
 
-    fn document(&self, rec: PageRecord, opts: &PageOptions) -> Result<Value, ApiError> {
+    fn document(
+        &self,
+        rec: PageRecord,
+        opts: &PageOptions,
+        files: &str,
+    ) -> Result<Value, ApiError> {
         let mut parts = PageParts {
             source_url: rec.url.clone(),
             url: rec.final_url.clone(),
@@ -515,12 +521,33 @@ impl Jobs {
         if let Some(d) = &rec.duplicate_of {
             parts.extra.insert("duplicateOf".into(), d.clone().into());
         }
+        // A page's script ran in the crawl's renderer: its files are the job's. A page it
+        // failed on keeps its document, the failure said as its warning.
+        if let Some(r) = &rec.render
+            && opts.script.is_some()
+        {
+            match r.artifacts.clone().map(|a| browser::results(a, files)) {
+                Some(Ok((shot, actions))) => {
+                    parts.screenshot = shot;
+                    if opts.script.as_ref().is_some_and(|s| !s.actions.is_empty()) {
+                        parts.actions = Some(actions);
+                    }
+                }
+                Some(Err(e)) => parts.warning = Some(e.message),
+                None => {
+                    parts.warning = Some(format!(
+                        "the page was not rendered: {}",
+                        r.error.as_deref().unwrap_or("no browser")
+                    ))
+                }
+            }
+        }
         parts
             .extra
             .insert("fetchedAt".into(), rec.fetched_at.clone().into());
         match (&rec.raw_html, Url::parse(&rec.final_url)) {
             (Some(html), Ok(base)) if opts.needs_markup() => {
-                page::render_html(html, &base, opts, &mut parts)?;
+                page::render_html(html, &base, opts, 0, &mut parts)?;
             }
             _ => {
                 parts.title = rec.title;
@@ -530,6 +557,12 @@ impl Jobs {
         }
         Ok(api::document(parts, &opts.formats, None))
     }
+}
+
+/// Where a job's files are served: `base` is the job's status URL.
+fn artifacts_base(base: &str, id: &str) -> String {
+    let origin = base.find("/v2/").map_or(base, |i| &base[..i]);
+    format!("{origin}/artifacts/jobs/{id}")
 }
 
 fn expires_at(created: &str) -> Value {

@@ -6,16 +6,20 @@
 //! flight and of jobs running.
 
 pub mod api;
+pub mod browser;
 pub mod changes;
 pub mod db;
+pub mod extract;
 pub mod jobs;
 mod lines;
+pub mod llm;
 pub mod map;
 mod metrics;
 pub mod on_cluster;
 pub mod page;
 mod plan;
 pub mod scrape;
+mod scraping;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -36,7 +40,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use trawl_core::settings::Settings;
 
-use api::{ApiError, MapRequest, PageParts, ScrapeRequest};
+use api::{ApiError, MapRequest, ScrapeRequest};
 use jobs::{Jobs, Kind};
 use scrape::Scraper;
 
@@ -98,6 +102,10 @@ impl ServeConfig {
 
 pub struct App {
     scraper: Scraper,
+    /// The browser `/v2/scrape` renders with; none without a Chromium.
+    browser: Option<Arc<browser::Browser>>,
+    /// The model the LLM formats call; none without `llm_endpoint`.
+    llm: Option<Arc<llm::Llm>>,
     jobs: Arc<Jobs>,
     db: db::Db,
     /// Each key's digest and owner id.
@@ -128,8 +136,10 @@ pub async fn serve_on(
 ) -> anyhow::Result<()> {
     let (app, trigger) = build(args)?;
     let resumed = app.jobs.resume_unfinished()?;
-    tracing::info!(addr = %listener.local_addr()?, resumed, "trawl serve listening");
+    let extracts = extract::resume(&app)?;
+    tracing::info!(addr = %listener.local_addr()?, resumed, extracts, "trawl serve listening");
     let jobs = app.jobs.clone();
+    let browser = app.browser.clone();
     axum::serve(listener, router(app))
         .with_graceful_shutdown(async move {
             stop.await;
@@ -137,6 +147,9 @@ pub async fn serve_on(
         })
         .await?;
     jobs.shutdown().await;
+    if let Some(b) = browser {
+        b.close().await;
+    }
     Ok(())
 }
 
@@ -184,6 +197,8 @@ pub fn build(
         .collect();
     let app = App {
         scraper: Scraper::new(&args.settings.crawl)?,
+        browser: browser::Browser::new(&args.settings, &args.data)?,
+        llm: llm::Llm::new(&args.settings.llm)?.map(Arc::new),
         jobs,
         db,
         keys,
@@ -214,11 +229,16 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v2/batch/scrape", post(batch_start))
         .route("/v2/batch/scrape/{id}", get(job_status).delete(job_cancel))
         .route("/v2/batch/scrape/{id}/errors", get(job_errors))
+        .route("/v2/extract", post(extract_start))
+        .route("/v2/extract/{id}", get(extract_status))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, None, "Not found") })
         .layer(middleware::from_fn_with_state(app.clone(), auth));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics_text))
+        // Screenshots and PDFs, by names nobody can guess (as Firecrawl's are served).
+        .route("/artifacts/{name}", get(artifact))
+        .route("/artifacts/jobs/{job}/{name}", get(job_artifact))
         .merge(v2)
         .layer(DefaultBodyLimit::max(app.args.max_request_bytes))
         .layer(middleware::from_fn_with_state(app.clone(), observe))
@@ -344,59 +364,74 @@ type Answer = Result<axum::Json<Value>, ApiError>;
 async fn scrape(
     State(app): State<Arc<App>>,
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Answer {
     let req: ScrapeRequest = api::parse(&body)?;
     let url = api::http_url(&req.url)?;
     let opts = req.options.resolve()?;
     let _slot = app.slot(&owner)?;
-    let f = app
-        .scraper
-        .fetch(&url, req.options.timeout.map(Duration::from_millis))
-        .await?;
-    let source_url = req.url.clone();
-    let app2 = app.clone();
-    // Extraction is CPU work: off the request threads.
-    let doc = tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
-        let mut parts = PageParts {
-            source_url: source_url.clone(),
-            url: f.final_url.clone(),
-            status: f.status,
-            content_type: f.content_type.clone(),
-            scrape_id: uuid::Uuid::new_v4().to_string(),
-            ..Default::default()
-        };
-        let is_html = trawl_body::is_html(f.content_type.as_deref(), &f.body);
-        let document = (!is_html)
-            .then(|| trawl_doc::kind_of(f.content_type.as_deref(), &f.final_url, &f.body))
-            .flatten();
-        match (document, url::Url::parse(&f.final_url)) {
-            (Some(kind), _) => page::render_document(&f.body, kind, &mut parts),
-            (None, Ok(base)) if f.charset.is_some() => {
-                // The fetcher decoded the page to UTF-8 already.
-                let html = String::from_utf8_lossy(&f.body);
-                page::render_html(&html, &base, &opts, &mut parts)?;
-            }
-            _ => page::render_other(&f.body, f.content_type.as_deref(), &mut parts),
-        }
-        let change = match &opts.formats.change_tracking {
-            Some(ct) => Some(changes::track(
-                &app2.db,
-                &owner,
-                &source_url,
-                ct.tag.as_deref(),
-                parts.markdown.as_deref().unwrap_or(""),
-                parts.status,
-                ct.git_diff,
-            )?),
-            None => None,
-        };
-        Ok(api::document(parts, &opts.formats, change))
-    })
-    .await
-    .map_err(ApiError::internal)??;
+    let origin = job_url(&headers, "");
+    let ask = scraping::Ask {
+        source_url: &req.url,
+        url: &url,
+        opts: &opts,
+        timeout: req.options.timeout.map(Duration::from_millis),
+        owner: &owner,
+        origin: &origin,
+    };
+    let doc = scraping::scrape(&app, ask).await?;
     app.metrics.scraped(1);
     Ok(axum::Json(json!({"success": true, "data": doc})))
+}
+
+async fn extract_start(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    app.job_slot(&owner)?;
+    let origin = job_url(&headers, "");
+    Ok(axum::Json(extract::start(&app, &owner, &body, &origin)?))
+}
+
+async fn extract_status(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    Path(id): Path<String>,
+) -> Answer {
+    tokio::task::spawn_blocking(move || Ok(axum::Json(extract::status(&app, &id, &owner)?)))
+        .await
+        .map_err(ApiError::internal)?
+}
+
+async fn artifact(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    send_artifact(browser::artifacts_dir(&app.args.data), &name).await
+}
+
+async fn job_artifact(
+    State(app): State<Arc<App>>,
+    Path((job, name)): Path<(String, String)>,
+) -> Response {
+    if uuid::Uuid::parse_str(&job).is_err() {
+        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
+    }
+    send_artifact(
+        app.args.data.join("jobs").join(job).join("artifacts"),
+        &name,
+    )
+    .await
+}
+
+async fn send_artifact(dir: PathBuf, name: &str) -> Response {
+    let Some((_, mime)) = browser::artifact_name(name) else {
+        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
+    };
+    match tokio::fs::read(dir.join(name)).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
+        Err(_) => ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response(),
+    }
 }
 
 async fn map(

@@ -229,6 +229,7 @@ impl Mapper<'_> {
             only_main_content: false,
             include_tags: Vec::new(),
             exclude_tags: Vec::new(),
+            script: None,
         };
         let mut queue: VecDeque<String> = VecDeque::from([self.start.to_string()]);
         // Pages queued to be read, whether the sitemaps listed them already or not.
@@ -260,7 +261,7 @@ impl Mapper<'_> {
             let parts = tokio::task::spawn_blocking(move || {
                 let mut parts = PageParts::default();
                 let html = String::from_utf8_lossy(&f.body);
-                crate::page::render_html(&html, &base, &opts, &mut parts).map(|_| parts)
+                crate::page::render_html(&html, &base, &opts, 0, &mut parts).map(|_| parts)
             })
             .await
             .map_err(ApiError::internal)??;

@@ -7,13 +7,15 @@ use url::Url;
 
 use super::api::{ApiError, PageOptions, PageParts};
 
-/// Fills `parts`' title, metadata and formats from the page's markup.
+/// Fills `parts`' title, metadata and formats from the page's markup; why the page needs
+/// a browser by the crawl's render rule, with `render_max_chars` (0: never asked).
 pub fn render_html(
     html: &str,
     base: &Url,
     opts: &PageOptions,
+    render_max_chars: usize,
     parts: &mut PageParts,
-) -> Result<(), ApiError> {
+) -> Result<Option<&'static str>, ApiError> {
     let original = html;
     let filtered;
     let html = if opts.include_tags.is_empty() && opts.exclude_tags.is_empty() {
@@ -45,7 +47,11 @@ pub fn render_html(
     if opts.formats.raw_html {
         parts.raw_html = Some(original.to_string());
     }
-    Ok(())
+    Ok(trawl_extract::render_reason(
+        &c.text,
+        &c.shell,
+        render_max_chars,
+    ))
 }
 
 /// A document (PDF, DOCX, plain text, Markdown) read as a crawl reads it: its Markdown,

@@ -42,12 +42,35 @@ pub fn plan(
         Kind::Crawl => plan_crawl(opts, api::parse(request.as_bytes())?)?,
         Kind::Batch => plan_batch(opts, api::parse(request.as_bytes())?)?,
     };
+    let mut planned = planned;
+    browse(&mut planned)?;
     planned
         .opts
         .crawl
         .validate()
         .map_err(|e| ApiError::bad_request(format!("Bad Request: {e}")))?;
     Ok(planned)
+}
+
+/// A job's pages asking for the browser (`waitFor`, `mobile`, `actions`, `screenshot`)
+/// are all rendered, each running the script; the LLM formats are `/v2/scrape`'s and
+/// `/v2/extract`'s.
+fn browse(p: &mut Planned) -> Result<(), ApiError> {
+    if p.page.formats.needs_llm() {
+        return Err(ApiError::bad_request(
+            "Bad Request: the json and summary formats are answered by /v2/scrape and \
+             /v2/extract, not in crawl and batch jobs",
+        ));
+    }
+    if let Some(script) = &p.page.script {
+        let c = &mut p.opts.crawl;
+        if c.render == trawl_core::render::RenderMode::Never {
+            return Err(super::browser::unavailable());
+        }
+        c.render = trawl_core::render::RenderMode::Always;
+        c.render_script = Some(script.clone());
+    }
+    Ok(())
 }
 
 fn plan_crawl(mut opts: CrawlPlan, r: CrawlRequest) -> Result<Planned, ApiError> {

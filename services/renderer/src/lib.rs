@@ -21,6 +21,7 @@
 
 mod browser;
 mod render;
+mod script;
 mod subrequest;
 
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use std::time::Duration;
 use trawl_core::counters::Counter;
 use trawl_core::pipeline::{Hops, Shutdown, Stage, StageContext, StageError, StageResult, Workers};
 use trawl_core::queue::Queue;
-use trawl_core::render::RenderInfo;
+use trawl_core::render::{PageScript, RenderInfo};
 use trawl_core::settings::{CrawlSettings, ProcessSettings};
 use trawl_core::state::State;
 use trawl_core::{CoreError, Fetched, WarcRef};
@@ -39,6 +40,7 @@ use trawl_fetcher::{Fetcher, FetcherConfig};
 
 pub use browser::{BrowserLimits, Pool, find_chromium, tree_rss};
 pub use render::{MAX_DOM_BYTES, PageLimits};
+pub use script::{MAX_ACTIONS, MAX_SHOT_HEIGHT};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -82,6 +84,10 @@ pub struct RendererConfig {
     pub browser: BrowserLimits,
     /// Subrequests may leave the crawl's scope (robots.txt and the address policy apply).
     pub offsite: bool,
+    /// What every page does once settled (the crawl's `render_script`).
+    pub script: Option<PageScript>,
+    /// Where scripts' screenshots and PDFs are written (`<out>/artifacts`).
+    pub artifacts: Option<std::path::PathBuf>,
 }
 
 impl RendererConfig {
@@ -103,6 +109,8 @@ impl RendererConfig {
                 ..BrowserLimits::default()
             },
             offsite: s.render_offsite,
+            script: s.render_script.clone().filter(|s| !s.is_empty()),
+            artifacts: Some(p.out.join("artifacts")),
         })
     }
 }
@@ -152,12 +160,23 @@ impl Renderer {
     /// Renders one page from the render hop: the page with the browser's DOM as its body,
     /// or as it was fetched with `render.error` saying why not. Errors only when the
     /// WARC writer fails (nothing is handed on unarchived).
-    pub async fn render(&self, mut page: Fetched) -> Result<Fetched, RenderError> {
+    pub async fn render(&self, page: Fetched) -> Result<Fetched, RenderError> {
+        let script = self.cfg.script.clone();
+        self.render_with(page, script.as_ref()).await
+    }
+
+    /// [`Self::render`] with `script` run once the page settled (none: render only); what
+    /// it made is the record's `render.artifacts`.
+    pub async fn render_with(
+        &self,
+        mut page: Fetched,
+        script: Option<&PageScript>,
+    ) -> Result<Fetched, RenderError> {
         let mut info = page.render.take().unwrap_or_else(|| RenderInfo {
             reason: "always".into(),
             ..RenderInfo::default()
         });
-        let outcome = self.try_render(&page).await;
+        let outcome = self.try_render(&page, script).await;
         // Restarts are counted once each, by whichever worker sees the count move.
         let restarts = self.pool.restarts();
         let counted = self
@@ -173,6 +192,7 @@ impl Renderer {
                 info.ms = r.elapsed.as_millis() as u64;
                 info.requests = r.requests;
                 info.blocked = r.blocked;
+                info.artifacts = r.artifacts;
                 if r.timed_out {
                     info.error = Some(format!(
                         "timeout: not settled after {} s{}",
@@ -202,14 +222,26 @@ impl Renderer {
         Ok(page)
     }
 
-    async fn try_render(&self, page: &Fetched) -> Result<render::Rendered, RenderError> {
+    async fn try_render(
+        &self,
+        page: &Fetched,
+        script: Option<&PageScript>,
+    ) -> Result<render::Rendered, RenderError> {
         let guard = self.pool.get().await?;
         let live = guard
             .as_ref()
             .ok_or_else(|| RenderError::Browser("no browser".into()))?;
+        // A script's own waits, and the page's deadline again for its actions.
+        let scripted = script.map(|s| render::Scripted {
+            script: s,
+            dir: self.cfg.artifacts.as_deref(),
+            budget: self.cfg.page.timeout + Duration::from_millis(s.waits_ms()),
+        });
+        let budget = scripted.as_ref().map_or(Duration::ZERO, |s| s.budget);
         // The page's own deadline, plus room for the DOM read and the tab's close.
-        let hard = self.cfg.page.timeout + live.command_timeout * 3;
-        let r = tokio::time::timeout(hard, render::render(live, page, &self.subs, &self.cfg.page))
+        let hard = self.cfg.page.timeout + budget + live.command_timeout * 3;
+        let page_render = render::render(live, page, &self.subs, &self.cfg.page, scripted.as_ref());
+        let r = tokio::time::timeout(hard, page_render)
             .await
             .unwrap_or_else(|_| {
                 live.hung.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -20,6 +20,7 @@ use chromiumoxide::cdp::browser_protocol::target::{
 };
 use futures_util::StreamExt;
 use trawl_core::Fetched;
+use trawl_core::render::{Artifacts, PageScript};
 
 use crate::RenderError;
 use crate::browser::Live;
@@ -50,6 +51,16 @@ pub(crate) struct Rendered {
     /// Not settled by the deadline.
     pub(crate) timed_out: bool,
     pub(crate) elapsed: Duration,
+    /// What the page's script made, when it had one.
+    pub(crate) artifacts: Option<Artifacts>,
+}
+
+/// A page's script and where it runs: its files' folder, the time it may take once the
+/// page settled.
+pub(crate) struct Scripted<'a> {
+    pub(crate) script: &'a PageScript,
+    pub(crate) dir: Option<&'a std::path::Path>,
+    pub(crate) budget: Duration,
 }
 
 /// The page's request bookkeeping, shared with its interceptor task.
@@ -81,6 +92,7 @@ pub(crate) async fn render(
     page: &Fetched,
     subs: &Arc<Subrequests>,
     limits: &PageLimits,
+    script: Option<&Scripted<'_>>,
 ) -> Result<Rendered, RenderError> {
     let start = Instant::now();
     let browser = &live.browser;
@@ -106,7 +118,7 @@ pub(crate) async fn render(
             });
         }
     };
-    let result = drive(live, &tab, page, subs, limits, start).await;
+    let result = drive(live, &tab, page, subs, limits, script, start).await;
     // The tab and its context go whatever happened; a browser that does not answer is
     // marked hung and restarted before the next page.
     let _ = within(live, tab.close()).await;
@@ -132,9 +144,15 @@ async fn drive(
     page: &Fetched,
     subs: &Arc<Subrequests>,
     limits: &PageLimits,
+    script: Option<&Scripted<'_>>,
     start: Instant,
 ) -> Result<Rendered, RenderError> {
     let traffic = Arc::new(Traffic::default());
+    if let Some(s) = script {
+        crate::script::emulate(tab, s.script)
+            .await
+            .map_err(RenderError::Browser)?;
+    }
     let paused = within(live, tab.event_listener::<EventRequestPaused>())
         .await?
         .map_err(RenderError::cdp)?;
@@ -174,6 +192,24 @@ async fn drive(
         }
         Err(_) => true,
     };
+    let artifacts = match script {
+        Some(s) if !timed_out => {
+            let (t, idle): (&Traffic, Duration) = (&traffic, limits.idle);
+            let run = crate::script::Run {
+                tab,
+                dir: s.dir,
+                deadline: Instant::now() + s.budget,
+                mobile: s.script.mobile,
+                quiet: move |cap: Duration| quiet(t, idle, cap, start),
+            };
+            Some(run.script(s.script).await)
+        }
+        Some(_) => Some(Artifacts {
+            error: Some("the page did not settle before its deadline: no action was run".into()),
+            ..Artifacts::default()
+        }),
+        None => None,
+    };
     // A page still busy at its deadline may not answer: that is the page, not a hung
     // browser, so its DOM read is bounded without marking the browser.
     let read = tab.evaluate(DOM_JS);
@@ -203,11 +239,28 @@ async fn drive(
         blocked,
         timed_out,
         elapsed: start.elapsed(),
+        artifacts,
     })
 }
 
+/// Waits until none of the page's requests has been in flight for `idle`, for `cap` at
+/// most: the requests an action started get their answers before the next action.
+async fn quiet(traffic: &Traffic, idle: Duration, cap: Duration, start: Instant) {
+    let until = Instant::now() + cap;
+    // An action's requests start a moment after it; the first look waits for them.
+    tokio::time::sleep(Duration::from_millis(50).min(cap)).await;
+    while Instant::now() < until {
+        let quiet_ms = (start.elapsed().as_millis() as u64)
+            .saturating_sub(traffic.last_change_ms.load(Ordering::Relaxed));
+        if traffic.in_flight.load(Ordering::Relaxed) == 0 && quiet_ms >= idle.as_millis() as u64 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// The document as HTML, cut in the page (a DOM of gigabytes never crosses the protocol).
-const DOM_JS: &str = "(() => { if (!/^https?:/.test(location.href)) return null; \
+pub(crate) const DOM_JS: &str = "(() => { if (!/^https?:/.test(location.href)) return null; \
     const e = document.documentElement; \
     const h = (document.doctype ? '<!DOCTYPE html>' : '') + (e ? e.outerHTML : ''); \
     return h.slice(0, 8388608); })()";
@@ -393,7 +446,7 @@ async fn wait_settled(
 }
 
 /// The DOM cut to what extraction reads, on a character boundary.
-fn cut(mut html: String) -> String {
+pub(crate) fn cut(mut html: String) -> String {
     if html.len() > MAX_DOM_BYTES {
         let mut end = MAX_DOM_BYTES;
         while !html.is_char_boundary(end) {

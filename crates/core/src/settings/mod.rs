@@ -86,6 +86,7 @@ pub struct Settings {
     pub cluster: ClusterSettings,
     pub process: ProcessSettings,
     pub refine: RefineSettings,
+    pub llm: LlmSettings,
 }
 
 /// What a crawl does: scope, budgets, politeness, HTTP limits, WARC, dedup. The cluster's
@@ -260,6 +261,11 @@ pub struct CrawlSettings {
     /// (CDNs, API hosts); robots.txt and the address policy still apply.
     #[cfg_attr(feature = "cli", arg(long))]
     pub render_offsite: bool,
+    /// What every rendered page does once settled (a wait, a phone's viewport, actions, a
+    /// screenshot): how an API crawl's `scrapeOptions` reach its renderer. Screenshots go
+    /// to the renderer's artifacts folder, each record's `render.artifacts` names them.
+    #[cfg_attr(feature = "cli", arg(skip))]
+    pub render_script: Option<crate::render::PageScript>,
     /// Refine every kept HTML page after ReScraper (rendered to numbered lines, given an
     /// edit program, executed): pages go to the refiner (`trawl-refiner` in the cluster,
     /// workers of `trawl crawl`), which writes `refined.jsonl`; its engine is the
@@ -321,6 +327,7 @@ impl Default for CrawlSettings {
             render_wait_for: None,
             render_max_requests: 64,
             render_offsite: false,
+            render_script: None,
             refine: false,
             tdmrep: true,
         }
@@ -588,6 +595,73 @@ impl RefineSettings {
             ));
         }
         Ok(())
+    }
+}
+
+/// The language model `trawl serve`'s LLM formats call (`json`, `summary`,
+/// `/v2/extract`): any OpenAI-compatible chat completions server (vLLM, llama.cpp's
+/// server, Ollama, OpenAI). Each server process has its own: not part of the crawl spec.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct LlmSettings {
+    /// The server's base URL (`http://127.0.0.1:8080/v1`); none: the LLM formats answer
+    /// with an error saying to set it.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "URL"))]
+    pub llm_endpoint: Option<String>,
+    /// The served model's name.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
+    pub llm_model: String,
+    /// The server's API key; better given as `TRAWL_LLM_API_KEY`.
+    #[cfg_attr(feature = "cli", arg(long, hide = true))]
+    pub llm_api_key: Option<String>,
+    /// The model's context in tokens: a page's Markdown is cut to fit it with the prompt
+    /// and the answer.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "TOKENS"))]
+    pub llm_context_tokens: usize,
+    /// Tokens an answer may take.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "TOKENS"))]
+    pub llm_max_tokens: usize,
+    /// Seconds one request to the server may take.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "S"))]
+    pub llm_timeout_s: u64,
+    /// Retries of one request on connection errors, 429 and 5xx.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub llm_retries: u32,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            llm_endpoint: None,
+            llm_model: "default".into(),
+            llm_api_key: None,
+            llm_context_tokens: 8192,
+            llm_max_tokens: 1024,
+            llm_timeout_s: 120,
+            llm_retries: 2,
+        }
+    }
+}
+
+/// The API key stays out of logs.
+impl std::fmt::Debug for LlmSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field(
+                "llm_endpoint",
+                &self.llm_endpoint.as_deref().map(redact_url),
+            )
+            .field("llm_model", &self.llm_model)
+            .field(
+                "llm_api_key",
+                &self.llm_api_key.as_ref().map(|_| "<hidden>"),
+            )
+            .field("llm_context_tokens", &self.llm_context_tokens)
+            .field("llm_max_tokens", &self.llm_max_tokens)
+            .field("llm_timeout_s", &self.llm_timeout_s)
+            .field("llm_retries", &self.llm_retries)
+            .finish()
     }
 }
 

@@ -156,6 +156,66 @@ impl OpenAi {
     }
 }
 
+/// One chat completion for callers other than the refiner (the API's LLM formats).
+#[derive(Debug, Clone)]
+pub struct Chat {
+    pub system: String,
+    pub user: String,
+    pub max_tokens: usize,
+    /// OpenAI's `response_format` (`{"type":"json_schema",...}`), passed as given.
+    pub response_format: Option<Value>,
+}
+
+/// A chat completion's answer.
+#[derive(Debug, Clone)]
+pub struct ChatReply {
+    pub text: String,
+    /// Cut at `max_tokens`.
+    pub truncated: bool,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+}
+
+impl OpenAi {
+    /// Sends `chat` greedily (temperature 0), retried as every request is.
+    pub fn chat(&self, chat: &Chat) -> Result<ChatReply, BackendError> {
+        let mut body = json!({
+            "model": self.cfg.model,
+            "messages": [
+                {"role": "system", "content": chat.system},
+                {"role": "user", "content": chat.user},
+            ],
+            "temperature": 0.0,
+            "max_tokens": chat.max_tokens,
+            "n": 1,
+            "chat_template_kwargs": {"enable_thinking": false},
+        });
+        if let Some(f) = &chat.response_format {
+            body["response_format"] = f.clone();
+        }
+        let v = self.post("/v1/chat/completions", &body)?;
+        let choice = &v["choices"][0];
+        let text = choice["message"]["content"].as_str().ok_or_else(|| {
+            BackendError::BadResponse(format!(
+                "no choices[0].message.content: {}",
+                clip(&v.to_string())
+            ))
+        })?;
+        Ok(ChatReply {
+            text: text.to_string(),
+            truncated: choice["finish_reason"].as_str() == Some("length"),
+            prompt_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0) as usize,
+            completion_tokens: v["usage"]["completion_tokens"].as_u64().unwrap_or(0) as usize,
+        })
+    }
+
+    /// Tokens in `text` by the server's own tokenizer; `None` when it has no tokenize
+    /// endpoint.
+    pub fn tokens(&self, text: &str) -> Option<usize> {
+        self.count_tokens(text)
+    }
+}
+
 fn clip(s: &str) -> String {
     s.chars().take(300).collect()
 }

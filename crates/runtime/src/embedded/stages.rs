@@ -59,7 +59,7 @@ pub(super) fn start_renderer(
         chromium_no_sandbox: opts.chromium_no_sandbox,
         ..Default::default()
     };
-    let Some(rc) = trawl_renderer::RendererConfig::from_settings(s, &process) else {
+    let Some(mut rc) = trawl_renderer::RendererConfig::from_settings(s, &process) else {
         let hint = match &opts.chromium {
             Some(p) => format!("{} is not a file", p.display()),
             None => "install chromium-headless-shell or pass --chromium".into(),
@@ -71,6 +71,7 @@ pub(super) fn start_renderer(
         route.available.set(false);
         return Ok(None);
     };
+    rc.artifacts = Some(opts.out.join("artifacts"));
     tracing::info!(browser = %rc.chromium.display(), mode = %s.render, "rendering pages that need JavaScript");
     let fetcher = Fetcher::new(
         FetcherConfig::from_settings(&plan.spec.crawl, s),
