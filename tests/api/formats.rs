@@ -150,6 +150,21 @@ async fn model_and_browser_formats_through_the_sdk_and_mutated_bodies() {
         .expect("a MOBILE line");
     assert_eq!(png_size(mobile).await, (390, 844));
     mutated_bodies(&api.base, &site).await;
+    // An extract's answer outlives a restart of the server.
+    let (code, started) = post_json(
+        &format!("{}/v2/extract", api.base),
+        Some("fc-test"),
+        json!({"urls": [site.url("/product")], "prompt": "The product's name.",
+            "schema": {"type": "object", "properties": {"name": {"type": "string"}},
+                "required": ["name"]}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let answer = extract_done(&api.base, &id).await;
+    assert_eq!(answer["status"], "completed", "{answer}");
+    assert!(answer["data"]["name"].is_string(), "{answer}");
     assert!(
         browsers() > 0,
         "the server's browser is this process's child"
@@ -160,6 +175,32 @@ async fn model_and_browser_formats_through_the_sdk_and_mutated_bodies() {
     while browsers() > 0 {
         assert!(Instant::now() < deadline, "a Chromium outlived the server");
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut cfg = args(dir.path(), &["fc-test"]);
+    cfg.settings.llm = llm(port);
+    let again = Api::start(cfg).await;
+    assert_eq!(extract_done(&again.base, &id).await, answer);
+    again.stop().await;
+}
+
+/// An extract's status once it is no longer processing.
+async fn extract_done(base: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let v: Value = reqwest::Client::new()
+            .get(format!("{base}/v2/extract/{id}"))
+            .bearer_auth("fc-test")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["status"] != "processing" {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "still processing: {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -115,11 +115,15 @@ fn spawn(app: &Arc<App>, id: String, owner: String, r: ExtractRequest, origin: S
             Ok(v) => (Some(v.to_string()), None),
             Err(e) => (None, Some(e.message)),
         };
-        if let Err(e) = app
-            .db
-            .finish_extract(&id, data.as_deref(), error.as_deref())
-        {
-            tracing::error!(id, error = %e, "an extract's answer was not stored");
+        let db = app.db.clone();
+        let stored = tokio::task::spawn_blocking(move || {
+            db.finish_extract(&id, data.as_deref(), error.as_deref())
+                .map_err(|e| format!("{id}: {e:#}"))
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "an extract's answer was not stored");
         }
     });
 }

@@ -393,7 +393,12 @@ async fn extract_start(
 ) -> Answer {
     app.job_slot(&owner)?;
     let origin = job_url(&headers, "");
-    Ok(axum::Json(extract::start(&app, &owner, &body, &origin)?))
+    // The job's row is written before the answer: off the async threads.
+    tokio::task::spawn_blocking(move || {
+        Ok(axum::Json(extract::start(&app, &owner, &body, &origin)?))
+    })
+    .await
+    .map_err(ApiError::internal)?
 }
 
 async fn extract_status(
