@@ -8,16 +8,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::http::StatusCode;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use trawl_core::Fetched;
 use trawl_core::render::{Artifacts, PageScript, RenderInfo, RenderMode};
 use trawl_core::scope::{Scope, ScopeKind};
 use trawl_core::settings::Settings;
-use trawl_core::state::{MemoryState, State, WorkTracker};
+use trawl_core::state::{MemoryState, State as CrawlState, WorkTracker};
 use trawl_fetcher::{Fetcher, FetcherConfig};
 use trawl_renderer::{Renderer, RendererConfig};
 
+use super::App;
 use super::api::ApiError;
 
 pub struct Browser {
@@ -52,7 +55,7 @@ impl Browser {
         };
         rc.script = None;
         rc.artifacts = Some(artifacts_dir(data));
-        let state: Arc<dyn State> = Arc::new(MemoryState::new(1, 1, WorkTracker::default()));
+        let state: Arc<dyn CrawlState> = Arc::new(MemoryState::new(1, 1, WorkTracker::default()));
         let crawl = &settings.crawl;
         let fetcher = Fetcher::new(
             FetcherConfig::from_settings("serve", crawl),
@@ -151,6 +154,90 @@ pub fn artifact_name(name: &str) -> Option<(&str, &'static str)> {
     (stem.len() == 32 && stem.bytes().all(|b| b.is_ascii_hexdigit())).then_some((stem, mime))
 }
 
+pub(crate) async fn artifact(
+    State(app): State<Arc<App>>,
+    UrlPath(name): UrlPath<String>,
+) -> Response {
+    send_artifact(artifacts_dir(&app.args.data), &name).await
+}
+
+pub(crate) async fn job_artifact(
+    State(app): State<Arc<App>>,
+    UrlPath((job, name)): UrlPath<(String, String)>,
+) -> Response {
+    if uuid::Uuid::parse_str(&job).is_err() {
+        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
+    }
+    send_artifact(
+        app.args.data.join("jobs").join(job).join("artifacts"),
+        &name,
+    )
+    .await
+}
+
+async fn send_artifact(dir: PathBuf, name: &str) -> Response {
+    let Some((_, mime)) = artifact_name(name) else {
+        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
+    };
+    match tokio::fs::read(dir.join(name)).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
+        Err(_) => ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response(),
+    }
+}
+
+/// How long screenshots, PDFs and extracts' answers are kept (Firecrawl's `expiresAt`).
+const KEEP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Every hour, the scrapes' files and the extracts older than [`KEEP`] go.
+pub(crate) async fn sweep(app: Arc<App>) {
+    let mut stop = app.stop.clone();
+    loop {
+        let a = app.clone();
+        let swept = tokio::task::spawn_blocking(move || {
+            let files = remove_older(&artifacts_dir(&a.args.data), KEEP);
+            let cutoff = chrono::Utc::now() - chrono::Duration::from_std(KEEP).unwrap_or_default();
+            let rows = a.db.forget_extracts(&cutoff.to_rfc3339());
+            (files, rows)
+        })
+        .await;
+        if let Ok((files, Ok(rows))) = swept
+            && files + rows > 0
+        {
+            tracing::info!(
+                files,
+                extracts = rows,
+                "expired artifacts and extracts removed"
+            );
+        }
+        let hour = tokio::time::sleep(std::time::Duration::from_secs(3600));
+        if stop.run_until(hour).await.is_none() {
+            return;
+        }
+    }
+}
+
+/// Removes the renderer's files in `dir` older than `age`; how many.
+fn remove_older(dir: &Path, age: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| artifact_name(n).is_some())
+        })
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > age)
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +254,21 @@ mod tests {
         ] {
             assert!(artifact_name(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_sweep_removes_only_old_files_of_the_renderer() {
+        let dir = tempfile::tempdir().unwrap();
+        let shot = dir.path().join("0123456789abcdef0123456789abcdef.png");
+        let other = dir.path().join("serve.db");
+        std::fs::write(&shot, b"png").unwrap();
+        std::fs::write(&other, b"db").unwrap();
+        assert_eq!(
+            remove_older(dir.path(), std::time::Duration::from_secs(60)),
+            0
+        );
+        assert_eq!(remove_older(dir.path(), std::time::Duration::ZERO), 1);
+        assert!(!shot.exists() && other.exists());
     }
 
     #[test]

@@ -160,6 +160,16 @@ impl Db {
         Ok(self.extract_rows("id = ?1", id)?.into_iter().next())
     }
 
+    /// Forgets the finished extracts created before `cutoff` (RFC 3339); how many.
+    pub fn forget_extracts(&self, cutoff: &str) -> anyhow::Result<usize> {
+        self.with(|c| {
+            c.execute(
+                "DELETE FROM extracts WHERE status != 'processing' AND created_at < ?1",
+                params![cutoff],
+            )
+        })
+    }
+
     /// Extracts a stop left running: they run again at start-up.
     pub fn unfinished_extracts(&self) -> anyhow::Result<Vec<ExtractRow>> {
         self.extract_rows("status = ?1", "processing")

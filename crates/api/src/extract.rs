@@ -19,6 +19,9 @@ const MAX_URLS: usize = 100;
 /// Pages a `/*` wildcard is read as, found by `/v2/map`'s means.
 const WILDCARD_PAGES: usize = 20;
 
+/// The longest an extract may run, its pages and its answer.
+const EXTRACT_TIMEOUT: Duration = Duration::from_secs(900);
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ExtractRequest {
@@ -53,8 +56,11 @@ fn check(app: &App, r: &ExtractRequest) -> Result<(Vec<String>, Vec<String>), Ap
     if let Some(s) = schema {
         llm::check_schema(s)?;
     }
-    if let Some(o) = &r.scrape_options {
-        o.resolve()?;
+    if let Some(o) = &r.scrape_options
+        && o.resolve()?.script.is_some()
+        && app.browser.is_none()
+    {
+        return Err(super::browser::unavailable());
     }
     if r.urls.len() > MAX_URLS {
         return Err(ApiError::bad_request(format!(
@@ -108,12 +114,27 @@ pub fn resume(app: &Arc<App>) -> anyhow::Result<usize> {
     Ok(n)
 }
 
+/// Runs an extract; the server's stop leaves it `processing`, to run again at start-up.
 fn spawn(app: &Arc<App>, id: String, owner: String, r: ExtractRequest, origin: String) {
     let app = app.clone();
+    let running = Running::new(&app, &owner);
+    let mut stop = app.stop.clone();
     tokio::spawn(async move {
-        let (data, error) = match run(&app, &owner, &r, &origin).await {
-            Ok(v) => (Some(v.to_string()), None),
-            Err(e) => (None, Some(e.message)),
+        let _running = running;
+        let work = tokio::time::timeout(EXTRACT_TIMEOUT, run(&app, &owner, &r, &origin));
+        let Some(outcome) = stop.run_until(work).await else {
+            return;
+        };
+        let (data, error) = match outcome {
+            Ok(Ok(v)) => (Some(v.to_string()), None),
+            Ok(Err(e)) => (None, Some(e.message)),
+            Err(_) => (
+                None,
+                Some(format!(
+                    "the extract took longer than {} s",
+                    EXTRACT_TIMEOUT.as_secs()
+                )),
+            ),
         };
         let db = app.db.clone();
         let stored = tokio::task::spawn_blocking(move || {
@@ -126,6 +147,41 @@ fn spawn(app: &Arc<App>, id: String, owner: String, r: ExtractRequest, origin: S
             tracing::error!(error = %e, "an extract's answer was not stored");
         }
     });
+}
+
+/// An extract counted against its key's unfinished jobs while it runs.
+struct Running {
+    app: Arc<App>,
+    owner: String,
+}
+
+impl Running {
+    fn new(app: &Arc<App>, owner: &str) -> Self {
+        let mut m = app.extracts.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(owner.to_string()).or_default() += 1;
+        Running {
+            app: app.clone(),
+            owner: owner.to_string(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut m = self.app.extracts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// Extracts `owner` has running.
+pub fn running(app: &App, owner: &str) -> usize {
+    let m = app.extracts.lock().unwrap_or_else(|e| e.into_inner());
+    m.get(owner).copied().unwrap_or(0)
 }
 
 /// The pages read, then the model's answer with the sources it read.
@@ -155,6 +211,11 @@ async fn run(
             owner,
             origin,
         };
+        // What the model's context cannot take is not read: the pages past it are left.
+        if text.len() > app.args.settings.llm.llm_context_tokens.saturating_mul(4) {
+            failed.push(format!("{u}: not read, the model's context is full"));
+            continue;
+        }
         match scraping::scrape(app, ask).await {
             Ok(doc) => {
                 let md = doc["markdown"].as_str().unwrap_or_default();

@@ -5,6 +5,7 @@
 //! Keys (`--api-key`) gate every `/v2` path; each key has its own limits of requests in
 //! flight and of jobs running.
 
+mod actions;
 pub mod api;
 pub mod browser;
 pub mod changes;
@@ -106,6 +107,10 @@ pub struct App {
     browser: Option<Arc<browser::Browser>>,
     /// The model the LLM formats call; none without `llm_endpoint`.
     llm: Option<Arc<llm::Llm>>,
+    /// Extracts running, by key.
+    extracts: Mutex<HashMap<String, usize>>,
+    /// The server's stop: extracts end with it, left to run again at start-up.
+    stop: trawl_core::pipeline::Shutdown,
     jobs: Arc<Jobs>,
     db: db::Db,
     /// Each key's digest and owner id.
@@ -140,6 +145,7 @@ pub async fn serve_on(
     tracing::info!(addr = %listener.local_addr()?, resumed, extracts, "trawl serve listening");
     let jobs = app.jobs.clone();
     let browser = app.browser.clone();
+    tokio::spawn(browser::sweep(app.clone()));
     axum::serve(listener, router(app))
         .with_graceful_shutdown(async move {
             stop.await;
@@ -182,7 +188,7 @@ pub fn build(
         args.settings.clone(),
         args.job_concurrency,
         args.max_jobs,
-        stop,
+        stop.clone(),
         args.cluster.then(|| {
             on_cluster::Cluster::new(args.settings.cluster.clone(), args.cluster_crawl.clone())
         }),
@@ -199,6 +205,8 @@ pub fn build(
         scraper: Scraper::new(&args.settings.crawl)?,
         browser: browser::Browser::new(&args.settings, &args.data)?,
         llm: llm::Llm::new(&args.settings.llm)?.map(Arc::new),
+        extracts: Mutex::new(HashMap::new()),
+        stop,
         jobs,
         db,
         keys,
@@ -237,8 +245,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics_text))
         // Screenshots and PDFs, by names nobody can guess (as Firecrawl's are served).
-        .route("/artifacts/{name}", get(artifact))
-        .route("/artifacts/jobs/{job}/{name}", get(job_artifact))
+        .route("/artifacts/{name}", get(browser::artifact))
+        .route("/artifacts/jobs/{job}/{name}", get(browser::job_artifact))
         .merge(v2)
         .layer(DefaultBodyLimit::max(app.args.max_request_bytes))
         .layer(middleware::from_fn_with_state(app.clone(), observe))
@@ -341,7 +349,7 @@ impl App {
     }
 
     fn job_slot(&self, owner: &str) -> Result<(), ApiError> {
-        if self.jobs.active(owner) >= self.args.max_jobs_per_key {
+        if self.jobs.active(owner) + extract::running(self, owner) >= self.args.max_jobs_per_key {
             return Err(rate_limited(format!(
                 "Rate limit exceeded: {} jobs of this key are unfinished",
                 self.args.max_jobs_per_key
@@ -409,34 +417,6 @@ async fn extract_status(
     tokio::task::spawn_blocking(move || Ok(axum::Json(extract::status(&app, &id, &owner)?)))
         .await
         .map_err(ApiError::internal)?
-}
-
-async fn artifact(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
-    send_artifact(browser::artifacts_dir(&app.args.data), &name).await
-}
-
-async fn job_artifact(
-    State(app): State<Arc<App>>,
-    Path((job, name)): Path<(String, String)>,
-) -> Response {
-    if uuid::Uuid::parse_str(&job).is_err() {
-        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
-    }
-    send_artifact(
-        app.args.data.join("jobs").join(job).join("artifacts"),
-        &name,
-    )
-    .await
-}
-
-async fn send_artifact(dir: PathBuf, name: &str) -> Response {
-    let Some((_, mime)) = browser::artifact_name(name) else {
-        return ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response();
-    };
-    match tokio::fs::read(dir.join(name)).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
-        Err(_) => ApiError::new(StatusCode::NOT_FOUND, None, "Not found").into_response(),
-    }
 }
 
 async fn map(

@@ -208,13 +208,11 @@ impl Llm {
 }
 
 /// The server refused the request's `response_format`, not the request.
+/// (A 4xx that does not name it, a key refused, is the request's own error.)
 fn not_taken(e: &BackendError) -> bool {
     match e {
-        BackendError::Status { status, .. } if (400..500).contains(status) && *status != 429 => {
-            true
-        }
         BackendError::Status { message, .. } | BackendError::Unreachable { message, .. } => {
-            message.contains("response_format")
+            message.contains("response_format") || message.contains("json_schema")
         }
         _ => false,
     }
@@ -331,6 +329,20 @@ mod tests {
         assert!(check_schema(&json!("string")).is_err());
         // A remote reference is never fetched: the schema is refused.
         assert!(check_schema(&json!({"$ref": "http://127.0.0.1:9/s.json"})).is_err());
+    }
+
+    #[test]
+    fn only_a_refused_response_format_tries_the_next_form() {
+        let llama = BackendError::Unreachable {
+            attempts: 3,
+            message: "500: {'loc': ('body', 'response_format', 'type')}".into(),
+        };
+        assert!(not_taken(&llama));
+        let key = BackendError::Status {
+            status: 401,
+            message: "invalid api key".into(),
+        };
+        assert!(!not_taken(&key));
     }
 
     #[test]

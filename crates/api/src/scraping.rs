@@ -40,6 +40,14 @@ pub async fn scrape(app: &Arc<App>, ask: Ask<'_>) -> Result<Value, ApiError> {
     };
     let max_chars = app.args.settings.crawl.render_max_chars;
     let (f, reason) = extract(f, opts, max_chars, &mut parts).await?;
+    let html = f.charset.is_some() && trawl_body::is_html(f.content_type.as_deref(), &f.body);
+    if opts.script.is_some() && !html {
+        return Err(ApiError::bad_request(format!(
+            "Bad Request: waitFor, mobile, actions and screenshots are for HTML pages; {} is {}",
+            ask.url,
+            f.content_type.as_deref().unwrap_or("not HTML")
+        )));
+    }
     let wanted = match (&opts.script, reason) {
         (Some(_), r) => Some(r.unwrap_or("asked")),
         (None, Some(r)) if app.browser.as_ref().is_some_and(|b| b.auto) => Some(r),

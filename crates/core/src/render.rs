@@ -93,7 +93,7 @@ pub struct PageScript {
 impl PageScript {
     /// Milliseconds the script may wait on purpose: `wait_ms` and its wait actions.
     pub fn waits_ms(&self) -> u64 {
-        let acts: u64 = self
+        let acts = self
             .actions
             .iter()
             .map(|a| match a {
@@ -103,7 +103,7 @@ impl PageScript {
                 } => *ms,
                 _ => 0,
             })
-            .sum();
+            .fold(0, u64::saturating_add);
         self.wait_ms.saturating_add(acts)
     }
 

@@ -192,41 +192,13 @@ async fn drive(
         }
         Err(_) => true,
     };
+    // A page still busy at its deadline gets its actions all the same (Firecrawl's way):
+    // the script has a deadline of its own.
     let artifacts = match script {
-        Some(s) if !timed_out => {
-            let (t, idle): (&Traffic, Duration) = (&traffic, limits.idle);
-            let run = crate::script::Run {
-                tab,
-                dir: s.dir,
-                deadline: Instant::now() + s.budget,
-                mobile: s.script.mobile,
-                quiet: move |cap: Duration| quiet(t, idle, cap, start),
-            };
-            Some(run.script(s.script).await)
-        }
-        Some(_) => Some(Artifacts {
-            error: Some("the page did not settle before its deadline: no action was run".into()),
-            ..Artifacts::default()
-        }),
+        Some(s) => Some(run_script(tab, s, &traffic, limits.idle, start).await),
         None => None,
     };
-    // A page still busy at its deadline may not answer: that is the page, not a hung
-    // browser, so its DOM read is bounded without marking the browser.
-    let read = tab.evaluate(DOM_JS);
-    let dom = if timed_out {
-        match tokio::time::timeout(live.command_timeout, read).await {
-            Ok(Ok(v)) => v.into_value::<String>().ok(),
-            _ => None,
-        }
-    } else {
-        match within(live, read).await? {
-            Ok(v) => v.into_value::<String>().ok(),
-            Err(e) => {
-                tracing::debug!(url = %page.final_url, error = %e, "DOM not read");
-                None
-            }
-        }
-    };
+    let dom = read_dom(live, tab, timed_out, &page.final_url).await?;
     drop(interceptor);
     let blocked = traffic
         .blocked
@@ -241,6 +213,50 @@ async fn drive(
         elapsed: start.elapsed(),
         artifacts,
     })
+}
+
+/// The page's DOM as HTML. A page still busy at its deadline may not answer: that is the
+/// page, not a hung browser, so its DOM read is bounded without marking the browser.
+async fn read_dom(
+    live: &Live,
+    tab: &Page,
+    timed_out: bool,
+    url: &str,
+) -> Result<Option<String>, RenderError> {
+    let read = tab.evaluate(DOM_JS);
+    if timed_out {
+        return Ok(
+            match tokio::time::timeout(live.command_timeout, read).await {
+                Ok(Ok(v)) => v.into_value::<String>().ok(),
+                _ => None,
+            },
+        );
+    }
+    Ok(match within(live, read).await? {
+        Ok(v) => v.into_value::<String>().ok(),
+        Err(e) => {
+            tracing::debug!(url, error = %e, "DOM not read");
+            None
+        }
+    })
+}
+
+/// Runs the page's script in `tab` under its own budget.
+async fn run_script(
+    tab: &Page,
+    s: &Scripted<'_>,
+    traffic: &Traffic,
+    idle: Duration,
+    start: Instant,
+) -> Artifacts {
+    let run = crate::script::Run {
+        tab,
+        dir: s.dir,
+        deadline: Instant::now() + s.budget,
+        mobile: s.script.mobile,
+        quiet: move |cap: Duration| quiet(traffic, idle, cap, start),
+    };
+    run.script(s.script).await
 }
 
 /// Waits until none of the page's requests has been in flight for `idle`, for `cap` at

@@ -36,8 +36,17 @@ const PHONE: Viewport = Viewport {
 /// image of gigabytes.
 pub const MAX_SHOT_HEIGHT: f64 = 16_384.0;
 
+/// A screenshot holds at most this many pixels (and is at most 10,000 px wide): a page
+/// of any size makes an image of tens of megabytes at most.
+pub const MAX_SHOT_PIXELS: f64 = 40e6;
+
 /// Actions run of one script, at most; the rest are refused before the page is loaded.
 pub const MAX_ACTIONS: usize = 50;
+
+/// The markup all of a script's `scrape` actions may keep, and the JSON one script's value
+/// may take: they travel in the page's record.
+pub const MAX_SCRAPE_BYTES: usize = 8 << 20;
+pub const MAX_RETURN_BYTES: usize = 1 << 20;
 
 /// How long the page gets to answer the requests an action started before the next one.
 const QUIET_CAP: Duration = Duration::from_secs(2);
@@ -159,14 +168,26 @@ where
             Action::Scrape => {
                 let url = self.eval("location.href").await?;
                 let html = self.eval(crate::render::DOM_JS).await?;
+                let html = html.as_str().unwrap_or_default();
+                let kept: usize = out.scrapes.iter().map(|s| s.html.len()).sum();
+                if kept + html.len() > MAX_SCRAPE_BYTES {
+                    return Err(format!(
+                        "the scrapes' markup would pass {MAX_SCRAPE_BYTES} bytes"
+                    ));
+                }
                 out.scrapes.push(ScrapeArtifact {
                     url: url.as_str().unwrap_or_default().to_string(),
-                    html: crate::render::cut(html.as_str().unwrap_or_default().to_string()),
+                    html: html.to_string(),
                 });
                 Ok(())
             }
             Action::ExecuteJavascript { script } => {
                 let v = self.eval(&run_js(script)).await?;
+                if v["value"] == "\u{0}too large" {
+                    return Err(format!(
+                        "the script's value is over {MAX_RETURN_BYTES} bytes as JSON"
+                    ));
+                }
                 out.javascript_returns.push(ScriptReturn {
                     kind: v["type"].as_str().unwrap_or("undefined").to_string(),
                     value: v.get("value").cloned().unwrap_or(Value::Null),
@@ -313,11 +334,16 @@ where
         if shot.full_page {
             let m = self.tab.layout_metrics().await.map_err(|e| e.to_string())?;
             let size = m.css_content_size;
+            let width = size.width.clamp(1.0, 10_000.0);
+            let height = size
+                .height
+                .clamp(1.0, MAX_SHOT_HEIGHT)
+                .min(MAX_SHOT_PIXELS / width);
             p.clip = Some(Clip {
                 x: 0.0,
                 y: 0.0,
-                width: size.width.max(1.0),
-                height: size.height.clamp(1.0, MAX_SHOT_HEIGHT),
+                width,
+                height,
                 scale: 1.0,
             });
             p.capture_beyond_viewport = Some(true);
@@ -353,9 +379,11 @@ fn run_js(script: &str) -> String {
            if (!(e instanceof SyntaxError)) throw e; \
            const F = Object.getPrototypeOf(async function () {{}}).constructor; \
            v = await new F(src)(); }} \
-         let value = null; try {{ const j = JSON.stringify(v); value = j === undefined ? null : JSON.parse(j); }} catch (e) {{}} \
+         let value = null; try {{ const j = JSON.stringify(v); \
+           value = j === undefined ? null : j.length > {max} ? '\\u0000too large' : JSON.parse(j); }} catch (e) {{}} \
          return {{ type: typeof v, value }}; }})()",
-        src = js_str(script)
+        src = js_str(script),
+        max = MAX_RETURN_BYTES
     )
 }
 

@@ -188,7 +188,6 @@ impl OpenAi {
             "temperature": 0.0,
             "max_tokens": chat.max_tokens,
             "n": 1,
-            "chat_template_kwargs": {"enable_thinking": false},
         });
         if let Some(f) = &chat.response_format {
             body["response_format"] = f.clone();
