@@ -96,14 +96,15 @@ fn llm(port: u16) -> LlmSettings {
     }
 }
 
-/// A PNG fetched and decoded: its width and height.
-async fn png_size(url: &str) -> (u32, u32) {
+/// A PNG fetched and decoded: its width, height and the colour of its top-left pixel.
+async fn png_size(url: &str) -> (u32, u32, [u8; 3]) {
     let bytes = reqwest::get(url).await.unwrap().bytes().await.unwrap();
     let decoder = png::Decoder::new(std::io::Cursor::new(bytes.to_vec()));
     let mut reader = decoder.read_info().expect("a PNG");
     let mut buf = vec![0; reader.output_buffer_size().expect("a size")];
     let info = reader.next_frame(&mut buf).expect("its pixels decode");
-    (info.width, info.height)
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    (info.width, info.height, [buf[0], buf[1], buf[2]])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -140,15 +141,18 @@ async fn model_and_browser_formats_through_the_sdk_and_mutated_bodies() {
         .expect("a SHOT line")
         .split(' ')
         .collect();
-    let (w, h) = png_size(shot[0]).await;
+    let (w, h, rgb) = png_size(shot[0]).await;
     let (pw, ph): (u32, u32) = (shot[1].parse().unwrap(), shot[2].parse().unwrap());
     assert_eq!((w, h), (pw, ph), "the PNG is the page's size");
     assert!(h > 3000, "{h}");
+    // A picture of the page has its styles: the stylesheet's background.
+    assert_eq!(rgb, [10, 200, 30], "the page's stylesheet was applied");
     let mobile = stdout
         .lines()
         .find_map(|l| l.strip_prefix("MOBILE "))
         .expect("a MOBILE line");
-    assert_eq!(png_size(mobile).await, (390, 844));
+    let (w, h, _) = png_size(mobile).await;
+    assert_eq!((w, h), (390, 844));
     mutated_bodies(&api.base, &site).await;
     // An extract's answer outlives a restart of the server.
     let (code, started) = post_json(

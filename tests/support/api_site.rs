@@ -108,7 +108,7 @@ fn body_of(path: &str) -> Option<String> {
         "tall" => page(
             "Tall",
             false,
-            "<h1>Tall</h1><p>A page three thousand pixels tall, for full-page screenshots.</p>\
+            "<link rel=stylesheet href=\"/tall.css\"><h1>Tall</h1><p>A page three thousand pixels tall, for full-page screenshots.</p>\
              <div style=\"height:3000px;width:600px;background:#c0ffee\"></div><p>The end.</p>",
         ),
         "product" => page(
@@ -175,6 +175,15 @@ impl Fixture {
                 }),
             )
             .route("/slow/{n}", get(slow))
+            .route(
+                "/tall.css",
+                get(|| async {
+                    (
+                        [("content-type", "text/css")],
+                        "html, body { background: rgb(10, 200, 30); }",
+                    )
+                }),
+            )
             .route(
                 "/app.js",
                 get(|| async {

@@ -111,7 +111,7 @@ impl Jobs {
         let request = String::from_utf8_lossy(body).into_owned();
         let id = uuid::Uuid::new_v4().to_string();
         let planned = self.plan(kind, &id, &request)?;
-        if self.cluster.is_some() && planned.page.script.as_ref().is_some_and(makes_files) {
+        if self.cluster.is_some() && planned.page.script.as_ref().is_some_and(|s| s.draws()) {
             // The cluster's renderers keep their files where they run, not with the job.
             return Err(ApiError::bad_request(
                 "Bad Request: screenshots and PDFs of jobs run on the cluster are not kept: \
@@ -564,15 +564,6 @@ impl Jobs {
         }
         Ok(api::document(parts, &opts.formats, None))
     }
-}
-
-/// The script writes screenshots or PDFs.
-fn makes_files(s: &trawl_core::render::PageScript) -> bool {
-    use trawl_core::render::Action;
-    s.screenshot.is_some()
-        || s.actions
-            .iter()
-            .any(|a| matches!(a, Action::Screenshot { .. } | Action::Pdf { .. }))
 }
 
 /// Where a job's files are served: `base` is the job's status URL.

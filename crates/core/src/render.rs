@@ -107,6 +107,16 @@ impl PageScript {
         self.wait_ms.saturating_add(acts)
     }
 
+    /// The script makes pictures of the page (a screenshot or a PDF): its styles and fonts
+    /// are loaded, so they look like the site.
+    pub fn draws(&self) -> bool {
+        self.screenshot.is_some()
+            || self
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Screenshot { .. } | Action::Pdf { .. }))
+    }
+
     /// Nothing to do but render.
     pub fn is_empty(&self) -> bool {
         self.wait_ms == 0 && !self.mobile && self.actions.is_empty() && self.screenshot.is_none()

@@ -172,7 +172,10 @@ async fn drive(
         traffic.clone(),
         subs.clone(),
         page.clone(),
-        limits.max_requests,
+        (
+            limits.max_requests,
+            script.is_some_and(|s| s.script.draws()),
+        ),
         start,
     )));
     let nav = NavigateParams::new(page.final_url.clone());
@@ -301,7 +304,7 @@ async fn intercept(
     traffic: Arc<Traffic>,
     subs: Arc<Subrequests>,
     doc: Fetched,
-    max: u32,
+    (max, draws): (u32, bool),
     start: Instant,
 ) {
     let mut answers = tokio::task::JoinSet::new();
@@ -319,7 +322,7 @@ async fn intercept(
             None
         } else if document && main_frame.as_ref() == Some(&ev.frame_id) {
             Some("navigation")
-        } else if !wanted(&ev.resource_type) {
+        } else if !wanted(&ev.resource_type, draws) {
             Some("resource_type")
         } else if traffic.requests.fetch_add(1, Ordering::Relaxed) >= max {
             traffic.requests.fetch_sub(1, Ordering::Relaxed);

@@ -29,12 +29,14 @@ pub(crate) enum Answer {
 }
 
 /// Whether the browser may load a resource of this type at all. Styles, images, fonts and
-/// media change how a page looks, not what it says, and are most of its bytes.
-pub(crate) fn wanted(ty: &ResourceType) -> bool {
+/// media change how a page looks, not what it says, and are most of its bytes; a page
+/// whose picture is asked for (`draws`) gets its styles and fonts (images stay off in the
+/// browser).
+pub(crate) fn wanted(ty: &ResourceType, draws: bool) -> bool {
     matches!(
         ty,
         ResourceType::Document | ResourceType::Script | ResourceType::Xhr | ResourceType::Fetch
-    )
+    ) || (draws && matches!(ty, ResourceType::Stylesheet | ResourceType::Font))
 }
 
 /// Per-host spacing of subrequests, shared by every page this renderer has open.
