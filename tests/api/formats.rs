@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use support::api_site::Fixture;
 use trawl_core::settings::LlmSettings;
 
-use super::{Api, args, post_json};
+use super::{Api, answers_hostile_body, args, post_json};
 
 struct Llama(Child);
 
@@ -249,29 +249,11 @@ async fn mutated_bodies(base: &str, site: &Fixture) {
     let mut bodies = Vec::new();
     let per_seed = 25;
     trawl_core::mutate::each_mutation(&refs, per_seed, |m| bodies.push(m.to_vec()));
-    let client = reqwest::Client::new();
     for (i, b) in bodies.into_iter().enumerate() {
         // Each seed's mutations go to its endpoint; every fourth to the other one.
         let extract = (i / (per_seed + 1) == 2) != (i % 4 == 3);
         let path = if extract { "/v2/extract" } else { "/v2/scrape" };
-        let resp = client
-            .post(format!("{base}{path}"))
-            .bearer_auth("fc-test")
-            .body(b)
-            .send()
-            .await
-            .unwrap();
-        let code = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let v: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("mutation {i}: not JSON ({code}): {e}: {text}"));
-        assert!(v["success"].is_boolean(), "mutation {i}: {v}");
-        if code >= 500 {
-            let site_side = v["code"].as_str().is_some_and(|c| {
-                c.starts_with("SCRAPE_") || c == "ROBOTS_UNREACHABLE" || c == "SITE_BUSY"
-            });
-            assert!(site_side, "mutation {i} ({code}): {v}");
-        }
+        answers_hostile_body(&format!("{base}{path}"), "fc-test", i, b).await;
     }
 }
 

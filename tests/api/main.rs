@@ -77,6 +77,29 @@ async fn post_json(url: &str, key: Option<&str>, body: impl Into<reqwest::Body>)
     (status, v)
 }
 
+/// A mutated request body `i` posted to `url` is answered in Firecrawl's JSON, and never
+/// with a 5xx but a site's own failure (a mangled URL's host does not answer).
+async fn answers_hostile_body(url: &str, key: &str, i: usize, body: Vec<u8>) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(key)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    let v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("mutation {i}: not JSON ({code}): {e}: {text}"));
+    assert!(v["success"].is_boolean(), "mutation {i}: {v}");
+    if code >= 500 {
+        let site_side = v["code"].as_str().is_some_and(|c| {
+            c.starts_with("SCRAPE_") || c == "ROBOTS_UNREACHABLE" || c == "SITE_BUSY"
+        });
+        assert!(site_side, "mutation {i} ({code}): {v}");
+    }
+}
+
 async fn get_json(url: &str) -> (u16, Value) {
     let resp = reqwest::get(url).await.unwrap();
     let status = resp.status().as_u16();
@@ -235,25 +258,7 @@ async fn bad_requests_get_firecrawls_error_body_and_never_a_crash() {
     trawl_core::mutate::each_mutation(&seed_bytes, 60, |m| bodies.push(m.to_vec()));
     for (i, b) in bodies.into_iter().enumerate() {
         let path = if i % 2 == 0 { "/v2/scrape" } else { "/v2/map" };
-        let resp = reqwest::Client::new()
-            .post(format!("{}{path}", api.base))
-            .bearer_auth("k1")
-            .body(b.clone())
-            .send()
-            .await
-            .unwrap();
-        let code = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        let v: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("mutation {i}: not JSON ({code}): {e}: {text}"));
-        assert!(v["success"].is_boolean(), "mutation {i}: {v}");
-        // A 5xx is only ever the site's (a mangled URL's host does not answer).
-        if code >= 500 {
-            let site_side = v["code"].as_str().is_some_and(|c| {
-                c.starts_with("SCRAPE_") || c == "ROBOTS_UNREACHABLE" || c == "SITE_BUSY"
-            });
-            assert!(site_side, "mutation {i} ({code}): {v}");
-        }
+        answers_hostile_body(&format!("{}{path}", api.base), "k1", i, b).await;
     }
     let metrics = reqwest::get(format!("{}/metrics", api.base))
         .await

@@ -7,10 +7,9 @@ FIRECRAWL_API_KEY, SITE. Prints one line per check, `SHOT <url> <width> <height>
 
 import json
 import os
-import sys
-import traceback
 import urllib.request
 
+from checks import check, expect, finish
 from firecrawl import Firecrawl
 from firecrawl.v2.types import JsonFormat, ScreenshotFormat
 from firecrawl.v2.utils.error_handler import FirecrawlError
@@ -19,27 +18,12 @@ API = os.environ["FIRECRAWL_API_URL"]
 KEY = os.environ.get("FIRECRAWL_API_KEY")
 SITE = os.environ["SITE"].rstrip("/")
 fc = Firecrawl(api_key=KEY, api_url=API)
-failures = []
 
 PRODUCT = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
     "required": ["name", "price"],
 }
-
-
-def check(name, fn):
-    try:
-        fn()
-        print(f"ok   {name}", flush=True)
-    except Exception:  # noqa: BLE001 - every failure is reported, the run goes on
-        failures.append(name)
-        print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def fits_product(v):
@@ -188,7 +172,4 @@ for name, fn in [
 ]:
     check(name, fn)
 
-if failures:
-    print(f"{len(failures)} failed: {failures}")
-    sys.exit(1)
-print("all passed")
+finish()

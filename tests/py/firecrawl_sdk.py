@@ -4,11 +4,10 @@ fixture site's origin; `POST SITE/__set` with a body replaces /changing). Prints
 line per check and exits 1 if any failed."""
 
 import os
-import sys
-import traceback
 import urllib.request
 import uuid
 
+from checks import check, expect, finish
 from firecrawl import Firecrawl
 from firecrawl.v2.types import PaginationConfig
 from firecrawl.v2.utils.error_handler import BadRequestError, FirecrawlError
@@ -17,21 +16,6 @@ API = os.environ["FIRECRAWL_API_URL"]
 KEY = os.environ.get("FIRECRAWL_API_KEY")
 SITE = os.environ["SITE"].rstrip("/")
 fc = Firecrawl(api_key=KEY, api_url=API)
-failures = []
-
-
-def check(name, fn):
-    try:
-        fn()
-        print(f"ok   {name}", flush=True)
-    except Exception:  # noqa: BLE001 - every failure is reported, the run goes on
-        failures.append(name)
-        print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def set_changing(text):
@@ -225,5 +209,4 @@ for name, fn in [
 ]:
     check(name, fn)
 
-print(f"{len(failures)} failed" if failures else "all passed")
-sys.exit(1 if failures else 0)
+finish()

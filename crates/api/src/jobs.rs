@@ -407,6 +407,7 @@ impl Jobs {
         let mut data = Vec::new();
         let mut bytes = 0usize;
         let mut file = std::fs::File::open(&view.pages).ok();
+        let files = artifacts_base(base, id);
         let mut n = 0;
         for &(off, len) in ix.data.iter().skip(skip).take(limit) {
             if bytes > 0 && bytes + len as usize > PAGE_BYTES {
@@ -416,7 +417,6 @@ impl Jobs {
             let rec = read_record(f, off, len)?;
             bytes += len as usize;
             n += 1;
-            let files = artifacts_base(base, id);
             data.push(self.document(rec, &view.page, &files)?);
         }
         let mut out = json!({

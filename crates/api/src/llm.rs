@@ -184,10 +184,10 @@ impl Llm {
     ) -> Result<String, ApiError> {
         let client = self.client()?;
         let ctx = self.s.llm_context_tokens.max(256);
-        let fixed = [system, head, tail]
-            .iter()
-            .map(|t| client.tokens(t).unwrap_or(t.len() / CHARS_PER_TOKEN + 1))
-            .sum::<usize>();
+        let fixed_text = format!("{system}{head}{tail}");
+        let fixed = client
+            .tokens(&fixed_text)
+            .unwrap_or(fixed_text.len() / CHARS_PER_TOKEN + 1);
         let budget = ctx
             .saturating_sub(self.s.llm_max_tokens + TEMPLATE_TOKENS + fixed)
             .max(32);
