@@ -111,7 +111,7 @@ def compose():
 
 def refine_settings():
     """The refiner's variables: TRAWL_ and a field of crates/core's RefineSettings."""
-    text = (ROOT / "crates/core/src/settings/mod.rs").read_text()
+    text = "\n".join(f.read_text() for f in sorted((ROOT / "crates/core/src/settings").glob("*.rs")))
     return {f"TRAWL_{f.upper()}" for f in re.findall(r"^\s*pub (refine_\w+):", text, re.M)}
 
 
