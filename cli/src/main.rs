@@ -28,8 +28,8 @@ struct Cli {
 
 /// The commands whose flags are settings (the others, `extract`, `ingest` and `export`,
 /// have flags of their own that only look alike).
-const SETTINGS_COMMANDS: [&str; 9] = [
-    "crawl", "watch", "submit", "status", "dlq", "index", "search", "serve", "map",
+const SETTINGS_COMMANDS: [&str; 10] = [
+    "crawl", "watch", "submit", "status", "dlq", "index", "search", "serve", "map", "mcp",
 ];
 
 /// Parses the command line over the settings' layers (defaults, file, `TRAWL_*`): each
@@ -117,6 +117,10 @@ enum Command {
     Refine(Box<trawl::refine::RefineArgs>),
     /// List a site's pages from its sitemaps and the links of a few pages, with titles.
     Map(Box<trawl::map::MapArgs>),
+    /// Serve trawl's tools over the Model Context Protocol (scrape, map, crawl, batch scrape,
+    /// search of the crawled pages, changes, extract): on stdin and stdout, or with `--http`
+    /// as streamable HTTP at `/mcp` on `--listen`. Takes `trawl serve`'s flags.
+    Mcp(Box<trawl::serve::McpArgs>),
 }
 
 fn main() -> ExitCode {
@@ -173,6 +177,15 @@ fn run(command: Command, settings: &Settings) -> anyhow::Result<ExitCode> {
             Ok(())
         }),
         Command::Serve(args) => block_on(trawl_api::serve(args.into_config(settings))),
+        Command::Mcp(args) => {
+            let http = args.http;
+            let config = args.serve.into_config(settings);
+            if http {
+                block_on(trawl_api::mcp_http_until_stopped(config))
+            } else {
+                block_on(trawl_api::mcp_stdio(config))
+            }
+        }
         Command::Map(args) => block_on(async move {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());

@@ -50,6 +50,26 @@ pub struct ServeArgs {
     /// job clears that crawl's state before it starts: give the API a crawl id of its own.
     #[arg(long = "cluster-crawl", id = "crawl")]
     pub cluster_crawl: String,
+    /// An index `/v2/search` answers from for every key (repeat for more; each key's own
+    /// crawl and batch jobs are searched too). Like `trawl search --index`.
+    #[arg(
+        long = "search-index",
+        value_name = "DIR",
+        env = "TRAWL_SEARCH_INDEXES",
+        value_delimiter = ','
+    )]
+    pub search_indexes: Vec<PathBuf>,
+    /// A SearXNG-compatible JSON search endpoint (`URL?q=...&format=json`) whose web
+    /// results `/v2/search` fuses with the indexes'.
+    #[arg(long, value_name = "URL", env = "TRAWL_SEARCH_BACKEND")]
+    pub search_backend: Option<String>,
+    /// Do not index the pages of crawl and batch jobs (they are then not searchable).
+    #[arg(long)]
+    pub no_job_index: bool,
+    /// Credits one key may use a month (a credit is a page scraped, a search result, a
+    /// file parsed); past them requests get a 402. 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    pub monthly_credits: u64,
     #[command(flatten)]
     pub cluster_settings: ClusterSettings,
     #[command(flatten)]
@@ -81,7 +101,21 @@ impl ServeArgs {
             map_pages: self.map_pages,
             cluster: self.cluster,
             cluster_crawl: self.cluster_crawl,
+            search_indexes: self.search_indexes,
+            search_backend: self.search_backend,
+            index_jobs: !self.no_job_index,
+            monthly_credits: self.monthly_credits,
             settings,
         }
     }
+}
+
+/// `trawl mcp`: `trawl serve`'s flags, and the transport.
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {
+    /// Streamable HTTP at `/mcp` on `--listen` instead of stdin and stdout.
+    #[arg(long)]
+    pub http: bool,
+    #[command(flatten)]
+    pub serve: ServeArgs,
 }

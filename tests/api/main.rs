@@ -5,6 +5,8 @@
 //! and `trawl map` printing what `/v2/map` answers.
 
 mod formats;
+mod mcp;
+mod surface;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,7 +1,10 @@
 //! The fixture site of `tests/api.rs` (`trawl serve` against Firecrawl's clients): a home
 //! page, three pages, a blog two hops deep, a page only its sitemap lists, one that
-//! changes (`POST /__set` replaces it), a 404, an endless chain of slow pages, robots.txt.
+//! changes (`POST /__set` replaces it), a 404, an endless chain of slow pages, robots.txt,
+//! and a small wiki whose pages are written, changed and removed by the test
+//! (`POST /__wiki/NAME` sets a page's text, `DELETE` removes it; `/wiki/` links them all).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +14,65 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
 use axum::routing::{get, post};
+
+type Wiki = Arc<Mutex<BTreeMap<String, String>>>;
+
+fn wiki_router(wiki: Wiki) -> Router {
+    let index = |State(w): State<Wiki>| async move {
+        let links: String = w
+            .lock()
+            .unwrap()
+            .keys()
+            .map(|k| format!("<li><a href=\"/wiki/{k}\">{k}</a></li>"))
+            .collect();
+        Html(page(
+            "Wiki",
+            false,
+            &format!(
+                "<h1>Wiki</h1><p>The pages of the wiki, each about one thing.</p><ul>{links}</ul>"
+            ),
+        ))
+    };
+    Router::new()
+        .route("/wiki/", get(index))
+        .route(
+            "/wiki/{name}",
+            get(
+                |State(w): State<Wiki>, UrlPath(name): UrlPath<String>| async move {
+                    match w.lock().unwrap().get(&name) {
+                        Some(text) => (
+                            StatusCode::OK,
+                            Html(page(
+                                &format!("Wiki {name}"),
+                                false,
+                                &format!("<h1>{name}</h1><p>{text}</p>"),
+                            )),
+                        ),
+                        None => (
+                            StatusCode::NOT_FOUND,
+                            Html(page("Not found", false, "<p>No such wiki page.</p>")),
+                        ),
+                    }
+                },
+            ),
+        )
+        .route(
+            "/__wiki/{name}",
+            post(
+                |State(w): State<Wiki>, UrlPath(name): UrlPath<String>, body: String| async move {
+                    w.lock().unwrap().insert(name, body);
+                    "ok"
+                },
+            )
+            .delete(
+                |State(w): State<Wiki>, UrlPath(name): UrlPath<String>| async move {
+                    w.lock().unwrap().remove(&name);
+                    "ok"
+                },
+            ),
+        )
+        .with_state(wiki)
+}
 
 /// The fixture site of the SDK checks: a home page, three pages, a blog two hops deep, a
 /// page only its sitemap lists, one that changes, a 404, slow pages, robots.txt.
@@ -211,9 +273,30 @@ impl Fixture {
                 }),
             )
             .route("/{*path}", get(serve_page));
+        let wiki: Wiki = Arc::new(Mutex::new(
+            [
+                (
+                    "one",
+                    "The first wiki page tells of lighthouses and the keepers who lived in them.",
+                ),
+                (
+                    "two",
+                    "The second wiki page tells of canals, locks and the boats that climb them.",
+                ),
+                (
+                    "three",
+                    "The third wiki page tells of windmills grinding grain on windy hills.",
+                ),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = app.with_state(Origin(format!("http://{addr}"), changing));
+        let app = app
+            .with_state(Origin(format!("http://{addr}"), changing))
+            .merge(wiki_router(wiki));
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

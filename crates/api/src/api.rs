@@ -218,6 +218,11 @@ pub struct ScrapeOptions {
     pub mobile: Option<bool>,
     /// Firecrawl's browser actions, run in order once the page settled.
     pub actions: Option<Vec<Action>>,
+    /// Milliseconds: a scrape of the URL with the same options younger than this answers
+    /// (`/v2/scrape`; Firecrawl's default, two days, when absent; 0: always fetch).
+    pub max_age: Option<u64>,
+    /// Keep this scrape for later `maxAge` answers (default true).
+    pub store_in_cache: Option<bool>,
 }
 
 /// The scrape options checked and resolved.
@@ -326,7 +331,7 @@ pub struct CrawlRequest {
     pub deduplicate_similar_urls: Option<bool>,
     pub ignore_query_parameters: bool,
     pub scrape_options: Option<ScrapeOptions>,
-    /// Not supported: a crawl's events are not delivered (a 400 says so).
+    /// Where the crawl's events go (`webhooks::Hook`).
     pub webhook: Option<Value>,
 }
 
@@ -339,6 +344,8 @@ pub struct BatchRequest {
     #[serde(rename = "ignoreInvalidURLs")]
     pub ignore_invalid_urls: bool,
     pub max_concurrency: Option<u32>,
+    /// Where the batch's events go (`webhooks::Hook`).
+    pub webhook: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

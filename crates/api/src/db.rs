@@ -96,7 +96,10 @@ impl Db {
         })
     }
 
-    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> anyhow::Result<T> {
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> anyhow::Result<T> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         f(&conn).context("serve.db")
     }
@@ -228,6 +231,28 @@ impl Db {
                  FROM jobs WHERE status = 'scraping' ORDER BY created_at",
             )?;
             st.query_map([], row)?.collect()
+        })
+    }
+
+    /// When a job of `owner` last completed.
+    pub fn last_completed(&self, owner: &str) -> anyhow::Result<Option<String>> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT MAX(finished_at) FROM jobs WHERE owner = ?1 AND status = 'completed'",
+                params![owner],
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// The newest `limit` jobs of `owner`, newest first.
+    pub fn jobs_of(&self, owner: &str, limit: usize) -> anyhow::Result<Vec<JobRow>> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT id, kind, owner, request, status, error, created_at, finished_at
+                 FROM jobs WHERE owner = ?1 ORDER BY created_at DESC LIMIT ?2",
+            )?;
+            st.query_map(params![owner, limit as i64], row)?.collect()
         })
     }
 

@@ -66,9 +66,15 @@ pub struct Jobs {
     db: Db,
     dir: PathBuf,
     base: Settings,
+    /// Index each job's pages for `/v2/search` (in-process jobs only).
+    index: bool,
+    /// Each job's pages are credits of its key.
+    usage: super::team::Usage,
     concurrency: usize,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<String, Running>>,
+    /// Jobs holding a slot (the others in `running` wait for one).
+    crawling: Mutex<std::collections::HashSet<String>>,
     caches: Mutex<HashMap<String, Arc<JobView>>>,
     server_stop: Shutdown,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -76,24 +82,46 @@ pub struct Jobs {
     cluster: Option<Arc<Cluster>>,
 }
 
+/// How the jobs run: where, over which settings, how many at once.
+pub struct JobsConfig {
+    /// `DATA/jobs`.
+    pub dir: PathBuf,
+    /// The server's settings, each job's request over them.
+    pub base: Settings,
+    /// Index each job's pages for `/v2/search` (in-process jobs only).
+    pub index: bool,
+    /// Requests in flight in each job.
+    pub concurrency: usize,
+    /// Jobs crawling at once.
+    pub max_jobs: usize,
+}
+
 impl Jobs {
     pub fn new(
         db: Db,
-        dir: PathBuf,
-        base: Settings,
-        concurrency: usize,
-        max_jobs: usize,
+        cfg: JobsConfig,
+        usage: super::team::Usage,
         server_stop: Shutdown,
         cluster: Option<Arc<Cluster>>,
     ) -> anyhow::Result<Arc<Self>> {
+        let JobsConfig {
+            dir,
+            base,
+            index,
+            concurrency,
+            max_jobs,
+        } = cfg;
         std::fs::create_dir_all(&dir)?;
         Ok(Arc::new(Self {
             db,
             dir,
             base,
+            index,
+            usage,
             concurrency: concurrency.max(1),
             slots: Arc::new(Semaphore::new(max_jobs.max(1))),
             running: Mutex::new(HashMap::new()),
+            crawling: Mutex::new(Default::default()),
             caches: Mutex::new(HashMap::new()),
             server_stop,
             tasks: Mutex::new(Vec::new()),
@@ -274,6 +302,10 @@ impl Jobs {
         // resumable, and is resumed at the next start.
         let outcome = match permit {
             Some(_) if !stopped => {
+                self.crawling
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id.clone());
                 // A resumed crawl cuts its pages.jsonl back first: index it anew.
                 self.caches
                     .lock()
@@ -284,8 +316,13 @@ impl Jobs {
             _ => None,
         };
         drop(permit);
+        self.crawling
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         match outcome {
             Some(Ok((report, _))) if !report.interrupted => {
+                self.usage.spend(&row.owner, report.pages.max(0) as u64);
                 self.finish(&id, "completed", None);
             }
             Some(Err(e)) => {
@@ -359,6 +396,19 @@ impl Jobs {
     /// Jobs whose crawl is running or waiting for a slot.
     pub fn running_count(&self) -> usize {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// `owner`'s jobs not ended: those crawling (or on the cluster) and those waiting for
+    /// a slot.
+    pub fn queue_of(&self, owner: &str) -> anyhow::Result<(usize, usize)> {
+        let rows = self.db.unfinished_jobs()?;
+        let crawling = self.crawling.lock().unwrap_or_else(|e| e.into_inner());
+        let mine: Vec<_> = rows.iter().filter(|r| r.owner == owner).collect();
+        let on = mine
+            .iter()
+            .filter(|r| self.cluster.is_some() || crawling.contains(&r.id))
+            .count();
+        Ok((on, mine.len() - on))
     }
 
     /// Jobs of `owner` not yet ended.
@@ -499,6 +549,7 @@ impl Jobs {
     fn plan(&self, kind: Kind, id: &str, request: &str) -> Result<Planned, ApiError> {
         plan::plan(
             &self.base,
+            self.index && self.cluster.is_none(),
             self.concurrency,
             &self.dir.join(id),
             kind,

@@ -8,19 +8,28 @@
 mod actions;
 pub mod api;
 pub mod browser;
+pub mod cache;
 pub mod changes;
 pub mod db;
 pub mod extract;
+mod job_hooks;
 pub mod jobs;
 mod lines;
 pub mod llm;
 pub mod map;
+pub mod mcp;
 mod metrics;
+pub mod monitor;
 pub mod on_cluster;
 pub mod page;
+pub mod parse;
 mod plan;
 pub mod scrape;
 mod scraping;
+pub mod search;
+pub mod team;
+pub mod v1;
+pub mod webhooks;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -39,6 +48,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Digest;
+use tokio::sync::Notify;
 use trawl_core::settings::Settings;
 
 use api::{ApiError, MapRequest, ScrapeRequest};
@@ -75,6 +85,14 @@ pub struct ServeConfig {
     /// With `cluster`: the crawl id the services were started with (`TRAWL_CRAWL`). Each
     /// job clears that crawl's state before it starts: give the API a crawl id of its own.
     pub cluster_crawl: String,
+    /// Indexes `/v2/search` reads for every key (besides each key's own jobs' indexes).
+    pub search_indexes: Vec<PathBuf>,
+    /// A SearXNG-compatible JSON search endpoint whose web results `/v2/search` adds.
+    pub search_backend: Option<String>,
+    /// Index each crawl and batch job's pages for `/v2/search`.
+    pub index_jobs: bool,
+    /// Credits one key may use a month (0: no limit).
+    pub monthly_credits: u64,
     /// The settings the server's crawls and scrapes run under: the `crawl` section's limits
     /// are ceilings a request can lower; `cluster` reaches the services; `process` is this
     /// process's (a job's browser, memory bounds).
@@ -96,6 +114,10 @@ impl ServeConfig {
             map_pages: 10,
             cluster: false,
             cluster_crawl: settings.process.crawl.clone(),
+            search_indexes: Vec::new(),
+            search_backend: None,
+            index_jobs: true,
+            monthly_credits: 0,
             settings,
         }
     }
@@ -118,6 +140,17 @@ pub struct App {
     in_flight: Mutex<HashMap<String, usize>>,
     args: ServeConfig,
     metrics: metrics::Metrics,
+    /// Earlier scrapes, for `maxAge`.
+    cache: cache::Cache,
+    /// Credits used, per key and month.
+    usage: team::Usage,
+    /// Webhook deliveries waiting.
+    outbox: Arc<webhooks::Outbox>,
+    monitors: monitor::store::Store,
+    /// Wakes the monitors' scheduler when a schedule changes.
+    monitor_wake: Notify,
+    /// The embedding model `/v2/search` loads once.
+    model: tokio::sync::OnceCell<Arc<trawl_index::Embedder>>,
 }
 
 /// The key's owner id, set by the auth layer.
@@ -139,24 +172,86 @@ pub async fn serve_on(
     args: ServeConfig,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (app, trigger) = build(args)?;
-    let resumed = app.jobs.resume_unfinished()?;
-    let extracts = extract::resume(&app)?;
-    tracing::info!(addr = %listener.local_addr()?, resumed, extracts, "trawl serve listening");
-    let jobs = app.jobs.clone();
-    let browser = app.browser.clone();
-    tokio::spawn(browser::sweep(app.clone()));
-    axum::serve(listener, router(app))
+    let (app, trigger) = start(args)?;
+    tracing::info!(addr = %listener.local_addr()?, "trawl serve listening");
+    axum::serve(listener, router(app.clone()))
         .with_graceful_shutdown(async move {
             stop.await;
             trigger.trigger();
         })
         .await?;
-    jobs.shutdown().await;
-    if let Some(b) = browser {
+    finish(&app).await;
+    Ok(())
+}
+
+/// The app over `args`, its unfinished work taken up again (jobs, extracts, webhook
+/// events, monitor checks cut short) and its background tasks started.
+fn start(args: ServeConfig) -> anyhow::Result<(Arc<App>, trawl_core::pipeline::ShutdownTrigger)> {
+    let (app, trigger) = build(args)?;
+    let resumed = app.jobs.resume_unfinished()?;
+    let extracts = extract::resume(&app)?;
+    let followed = job_hooks::resume(&app)?;
+    let cut_short = app.monitors.fail_interrupted()?;
+    tokio::spawn(app.outbox.clone().run(app.stop.clone()));
+    tokio::spawn(monitor::scheduler(app.clone()));
+    tokio::spawn(browser::sweep(app.clone()));
+    tracing::info!(resumed, extracts, followed, cut_short, "work taken up");
+    Ok((app, trigger))
+}
+
+/// Once stopped: the jobs write what they have (each stays resumable), the browser goes.
+async fn finish(app: &Arc<App>) {
+    app.jobs.shutdown().await;
+    if let Some(b) = &app.browser {
         b.close().await;
     }
+}
+
+/// `trawl mcp`: the tools over stdin and stdout until the client goes.
+pub async fn mcp_stdio(args: ServeConfig) -> anyhow::Result<()> {
+    let (app, trigger) = start(args)?;
+    let served = mcp::serve_stdio(app.clone()).await;
+    trigger.trigger();
+    finish(&app).await;
+    served
+}
+
+/// `trawl mcp --http`: the tools over streamable HTTP at `/mcp` on `listener`, the API
+/// beside them, until `stop` resolves.
+pub async fn mcp_http(
+    listener: tokio::net::TcpListener,
+    args: ServeConfig,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    // The tools act for no key: a server with keys would be open through them.
+    anyhow::ensure!(
+        args.api_keys.is_empty(),
+        "trawl mcp --http takes no API keys: its tools answer anyone who reaches it (keep it \
+         on loopback, as it is by default)"
+    );
+    let (app, trigger) = start(args)?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let service = mcp::http_service(app.clone(), cancel.child_token());
+    // The API beside the tools, as `trawl serve` gives it.
+    let routes = router(app.clone()).nest_service("/mcp", service);
+    tracing::info!(addr = %listener.local_addr()?, "trawl mcp listening at /mcp");
+    axum::serve(listener, routes)
+        .with_graceful_shutdown(async move {
+            stop.await;
+            cancel.cancel();
+            trigger.trigger();
+        })
+        .await?;
+    finish(&app).await;
     Ok(())
+}
+
+/// `trawl mcp --http` on its address until Ctrl-C or SIGTERM.
+pub async fn mcp_http_until_stopped(args: ServeConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    mcp_http(listener, args, stop_signal()).await
 }
 
 async fn stop_signal() {
@@ -182,12 +277,36 @@ pub fn build(
         .with_context(|| format!("creating {}", args.data.display()))?;
     let db = db::Db::open(&args.data.join("serve.db"))?;
     let (trigger, stop) = trawl_core::pipeline::shutdown();
+    let usage = team::Usage::new(db.clone(), args.monthly_credits)?;
+    let crawl = &args.settings.crawl;
+    let outbox = webhooks::Outbox::new(
+        db.clone(),
+        webhooks::OutboxConfig {
+            secret: args
+                .settings
+                .process
+                .webhook_secret
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(trawl_runtime::webhook::WebhookConfig::secret_from),
+            tries: crawl.webhook_tries.max(1),
+            backoff: Duration::from_millis(crawl.webhook_backoff_ms.max(1)),
+            allow_private: crawl.allow_private,
+        },
+    )?;
+    db.with(|c| c.execute_batch(job_hooks::SCHEMA))?;
+    let cache = cache::Cache::new(db.clone())?;
+    let monitors = monitor::store::Store::new(db.clone())?;
     let jobs = Jobs::new(
         db.clone(),
-        args.data.join("jobs"),
-        args.settings.clone(),
-        args.job_concurrency,
-        args.max_jobs,
+        jobs::JobsConfig {
+            dir: args.data.join("jobs"),
+            base: args.settings.clone(),
+            index: args.index_jobs,
+            concurrency: args.job_concurrency,
+            max_jobs: args.max_jobs,
+        },
+        usage.clone(),
         stop.clone(),
         args.cluster.then(|| {
             on_cluster::Cluster::new(args.settings.cluster.clone(), args.cluster_crawl.clone())
@@ -211,8 +330,14 @@ pub fn build(
         db,
         keys,
         in_flight: Mutex::new(HashMap::new()),
-        args,
         metrics: metrics::Metrics::default(),
+        cache,
+        usage,
+        outbox,
+        monitors,
+        monitor_wake: Notify::new(),
+        model: tokio::sync::OnceCell::new(),
+        args,
     };
     Ok((Arc::new(app), trigger))
 }
@@ -239,6 +364,33 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v2/batch/scrape/{id}/errors", get(job_errors))
         .route("/v2/extract", post(extract_start))
         .route("/v2/extract/{id}", get(extract_status))
+        .route("/v2/search", post(search_route))
+        .route("/v2/parse", post(parse::parse))
+        .route("/v2/team/credit-usage", get(credit_usage))
+        .route("/v2/team/credit-usage/historical", get(credit_history))
+        .route("/v2/team/queue-status", get(queue_status))
+        .route("/v2/concurrency-check", get(concurrency_check))
+        .route("/v2/monitor", post(monitor::create).get(monitor::list))
+        .route(
+            "/v2/monitor/{id}",
+            get(monitor::get)
+                .patch(monitor::update)
+                .delete(monitor::delete),
+        )
+        .route("/v2/monitor/{id}/run", post(monitor::run))
+        .route("/v2/monitor/{id}/checks", get(monitor::checks))
+        .route(
+            "/v2/monitor/{id}/checks/{check}",
+            get(monitor::check_detail),
+        )
+        .route("/v1/scrape", post(v1::scrape))
+        .route("/v1/map", post(v1::map))
+        .route("/v1/crawl", post(v1::crawl))
+        .route("/v1/crawl/{id}", get(job_status).delete(job_cancel))
+        .route("/v1/crawl/{id}/errors", get(job_errors))
+        .route("/v1/batch/scrape", post(v1::batch))
+        .route("/v1/batch/scrape/{id}", get(job_status).delete(job_cancel))
+        .route("/v1/batch/scrape/{id}/errors", get(job_errors))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, None, "Not found") })
         .layer(middleware::from_fn_with_state(app.clone(), auth));
     Router::new()
@@ -348,6 +500,12 @@ impl App {
         })
     }
 
+    /// Requests of `owner` in flight now.
+    fn in_flight_of(&self, owner: &str) -> usize {
+        let m = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(owner).copied().unwrap_or(0)
+    }
+
     fn job_slot(&self, owner: &str) -> Result<(), ApiError> {
         if self.jobs.active(owner) + extract::running(self, owner) >= self.args.max_jobs_per_key {
             return Err(rate_limited(format!(
@@ -376,21 +534,34 @@ async fn scrape(
     body: Bytes,
 ) -> Answer {
     let req: ScrapeRequest = api::parse(&body)?;
+    let doc = scrape_doc(&app, &owner, &headers, &req).await?;
+    Ok(axum::Json(json!({"success": true, "data": doc})))
+}
+
+/// One scrape request's document (`/v2/scrape`, `/v1/scrape`), through the cache.
+async fn scrape_doc(
+    app: &Arc<App>,
+    owner: &str,
+    headers: &HeaderMap,
+    req: &ScrapeRequest,
+) -> Result<Value, ApiError> {
     let url = api::http_url(&req.url)?;
     let opts = req.options.resolve()?;
-    let _slot = app.slot(&owner)?;
-    let origin = job_url(&headers, "");
+    app.usage.check(owner)?;
+    let _slot = app.slot(owner)?;
+    let origin = job_url(headers, "");
     let ask = scraping::Ask {
         source_url: &req.url,
         url: &url,
         opts: &opts,
         timeout: req.options.timeout.map(Duration::from_millis),
-        owner: &owner,
+        owner,
         origin: &origin,
     };
-    let doc = scraping::scrape(&app, ask).await?;
+    let doc = cache::scrape(app, ask, req.options.max_age, req.options.store_in_cache).await?;
     app.metrics.scraped(1);
-    Ok(axum::Json(json!({"success": true, "data": doc})))
+    app.usage.spend(owner, 1);
+    Ok(doc)
 }
 
 async fn extract_start(
@@ -425,6 +596,12 @@ async fn map(
     body: Bytes,
 ) -> Answer {
     let req: MapRequest = api::parse(&body)?;
+    let links = map_links(&app, &owner, req).await?;
+    Ok(axum::Json(json!({"success": true, "links": links})))
+}
+
+/// A map request's links (`/v2/map`, `/v1/map`).
+async fn map_links(app: &Arc<App>, owner: &str, req: MapRequest) -> Result<Vec<Value>, ApiError> {
     let url = api::http_url(&req.url)?;
     let limit = match req.limit {
         Some(0) => {
@@ -453,9 +630,12 @@ async fn map(
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(60)),
     };
-    let _slot = app.slot(&owner)?;
+    let _slot = app.slot(owner)?;
     let links = sitemap_map::map(&app.scraper, &url, &opts).await?;
-    Ok(axum::Json(json!({"success": true, "links": links})))
+    Ok(links
+        .into_iter()
+        .map(|l| serde_json::to_value(l).unwrap_or(Value::Null))
+        .collect())
 }
 
 fn job_url(headers: &HeaderMap, path: &str) -> String {
@@ -467,7 +647,7 @@ fn job_url(headers: &HeaderMap, path: &str) -> String {
 }
 
 async fn start_job(
-    app: &App,
+    app: &Arc<App>,
     kind: Kind,
     owner: &str,
     headers: &HeaderMap,
@@ -475,7 +655,13 @@ async fn start_job(
     path: &str,
 ) -> Answer {
     app.job_slot(owner)?;
+    app.usage.check(owner)?;
     let (id, invalid) = app.jobs.start(kind, owner, body)?;
+    if serde_json::from_slice::<Value>(body)
+        .is_ok_and(|b| b.get("webhook").is_some_and(|w| !w.is_null()))
+    {
+        job_hooks::follow(app, &id);
+    }
     let mut out =
         json!({"success": true, "id": id, "url": job_url(headers, &format!("{path}/{id}"))});
     if kind == Kind::Batch {
@@ -518,6 +704,20 @@ struct PageQuery(Vec<(String, String)>);
 
 impl PageQuery {
     fn numbers(&self) -> Result<(usize, Option<usize>), ApiError> {
+        self.numbers_named("skip")
+    }
+
+    /// The last value of `what`, as given.
+    fn text(&self, what: &str) -> Option<String> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == what)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// `?<first>=&limit=`: the offset's name (`skip`, `offset`) and the limit.
+    fn numbers_named(&self, first: &str) -> Result<(usize, Option<usize>), ApiError> {
         let num = |what: &str| -> Result<Option<usize>, ApiError> {
             self.0
                 .iter()
@@ -532,7 +732,7 @@ impl PageQuery {
                 })
                 .transpose()
         };
-        Ok((num("skip")?.unwrap_or(0), num("limit")?))
+        Ok((num(first)?.unwrap_or(0), num("limit")?))
     }
 }
 
@@ -594,4 +794,57 @@ async fn crawl_active(
     Ok(axum::Json(
         json!({"success": true, "crawls": app.jobs.active_crawls(&owner)?}),
     ))
+}
+
+async fn search_route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    app.usage.check(&owner)?;
+    let _slot = app.slot(&owner)?;
+    let origin = job_url(&headers, "");
+    Ok(axum::Json(
+        search::search(&app, &owner, &body, &origin).await?,
+    ))
+}
+
+/// A team figure read off the async threads.
+async fn team_figure(
+    app: Arc<App>,
+    owner: String,
+    f: fn(&Arc<App>, &str) -> Result<Value, ApiError>,
+) -> Answer {
+    tokio::task::spawn_blocking(move || f(&app, &owner).map(axum::Json))
+        .await
+        .map_err(ApiError::internal)?
+}
+
+async fn credit_usage(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    team_figure(app, owner, |app, o| app.usage.credit_usage(o)).await
+}
+
+async fn credit_history(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    team_figure(app, owner, |app, o| app.usage.history(o)).await
+}
+
+async fn queue_status(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    team_figure(app, owner, team::queue_status).await
+}
+
+async fn concurrency_check(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    team_figure(app, owner, team::concurrency).await
 }

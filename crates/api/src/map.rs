@@ -17,7 +17,7 @@ use crate::scrape::Scraper;
 
 /// Firecrawl's default and largest `limit`.
 pub const DEFAULT_LIMIT: usize = 5000;
-pub const MAX_LIMIT: usize = 30_000;
+pub const MAX_LIMIT: usize = 100_000;
 /// Sitemap files read at most (an index and its children).
 const MAX_SITEMAPS: usize = 50;
 

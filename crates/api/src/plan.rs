@@ -27,16 +27,28 @@ pub struct Planned {
 
 /// A request, checked and turned into the crawl it runs in `out`, over the server's
 /// settings `base`.
+/// Whether the embedding model's files are where the index would load them from.
+pub fn model_present(dir: &Option<std::path::PathBuf>) -> bool {
+    trawl_index::model::resolve_dir(dir.as_deref())
+        .join("model.safetensors")
+        .is_file()
+}
+
 pub fn plan(
     base: &Settings,
+    index: bool,
     concurrency: usize,
     out: &Path,
     kind: Kind,
     request: &str,
 ) -> Result<Planned, ApiError> {
-    // The server's settings; the job's results are read from pages.jsonl, not an index.
+    // The server's settings. The results are read from pages.jsonl; the index is for
+    // /v2/search, with vectors where the model is here (else words only).
     let mut opts = CrawlPlan::new(base, Targets::default(), out);
-    opts.index.no_index = true;
+    opts.index.no_index = !index;
+    if index && !model_present(&opts.index.settings.model_dir) {
+        opts.index.settings.embed = false;
+    }
     opts.concurrency = concurrency;
     let planned = match kind {
         Kind::Crawl => plan_crawl(opts, api::parse(request.as_bytes())?)?,
@@ -75,12 +87,7 @@ fn browse(p: &mut Planned) -> Result<(), ApiError> {
 
 fn plan_crawl(mut opts: CrawlPlan, r: CrawlRequest) -> Result<Planned, ApiError> {
     let url = api::http_url(&r.url)?;
-    if r.webhook.as_ref().is_some_and(|w| !w.is_null()) {
-        return Err(ApiError::bad_request(
-            "crawl webhooks are not supported by trawl serve: poll the crawl's status \
-                 (change events of re-crawls go to trawl crawl --webhook)",
-        ));
-    }
+    super::webhooks::Hook::parse(r.webhook.as_ref(), opts.crawl.allow_private)?;
     if r.ignore_robots_txt {
         return Err(ApiError::bad_request(
             "trawl always follows robots.txt: ignoreRobotsTxt cannot be true",
@@ -158,6 +165,7 @@ fn plan_crawl(mut opts: CrawlPlan, r: CrawlRequest) -> Result<Planned, ApiError>
 }
 
 fn plan_batch(mut opts: CrawlPlan, r: BatchRequest) -> Result<Planned, ApiError> {
+    super::webhooks::Hook::parse(r.webhook.as_ref(), opts.crawl.allow_private)?;
     let page = r.options.resolve()?;
     if page.formats.change_tracking.is_some() {
         return Err(ApiError::bad_request(

@@ -2,6 +2,7 @@
 //! computing vectors keeps), returning the hits and what the caller should be told.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use trawl_index::{Hit, Mode};
 
@@ -37,6 +38,15 @@ pub struct Found {
 /// Runs `q`; a text-only index turns hybrid search into text search (with a note) rather
 /// than failing for want of a model.
 pub async fn search(q: &SearchQuery) -> anyhow::Result<Found> {
+    search_cached(q, &tokio::sync::OnceCell::new()).await
+}
+
+/// [`search`] with the model kept in `model` (loaded on the first query that needs it): a
+/// server answering many queries loads it once.
+pub async fn search_cached(
+    q: &SearchQuery,
+    model: &tokio::sync::OnceCell<Arc<trawl_index::Embedder>>,
+) -> anyhow::Result<Found> {
     let uri = q.index.to_string_lossy().to_string();
     if !uri.contains("://") && !q.index.is_dir() {
         anyhow::bail!(
@@ -61,12 +71,19 @@ pub async fn search(q: &SearchQuery) -> anyhow::Result<Found> {
         None
     } else {
         let dir = trawl_index::model::resolve_dir(q.model_dir.as_deref());
-        Some(tokio::task::spawn_blocking(move || trawl_index::Embedder::load(&dir)).await??)
+        let loaded = model
+            .get_or_try_init(|| async move {
+                let e = tokio::task::spawn_blocking(move || trawl_index::Embedder::load(&dir))
+                    .await??;
+                anyhow::Ok(Arc::new(e))
+            })
+            .await?;
+        Some(loaded.clone())
     };
     let hits = trawl_index::search_with_preview(
         &store,
         preview.as_ref(),
-        embedder.as_ref(),
+        embedder.as_deref(),
         &q.query,
         q.k,
         mode,

@@ -121,6 +121,28 @@ fn prune(dir: &Path, keep: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One round in the plan's directory (the next one, or the unfinished one resumed), then
+/// the rounds beyond `keep` pruned: what a monitor's check runs. With `every_page`, every
+/// page is requested again (a monitor's check looks at all of them), not only those whose
+/// revisit time has come. Answers the round's directory and report.
+pub async fn round(
+    args: &WatchPlan,
+    every_page: bool,
+) -> anyhow::Result<(PathBuf, crate::CrawlReport)> {
+    let dir = args.crawl.out.clone();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut o = next_round(args, &dir)?;
+    if every_page {
+        o.due_only = false;
+    }
+    let out = o.out.clone();
+    let (report, _) = crate::crawl(o).await?;
+    if !report.interrupted {
+        prune(&dir, args.keep)?;
+    }
+    Ok((out, report))
+}
+
 /// Runs the rounds until `rounds` are done or the crawl is interrupted (Ctrl-C, or the
 /// plan's stop).
 pub async fn watch(args: WatchPlan) -> anyhow::Result<()> {

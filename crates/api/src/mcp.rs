@@ -1,0 +1,559 @@
+//! `trawl mcp`: the server's work as Model Context Protocol tools, over stdio or streamable
+//! HTTP (`rmcp`, the official Rust SDK), with no Node. Each tool is one request to the API's
+//! own router in this process, so it runs with the same checks, limits and jobs as
+//! `trawl serve`; what comes back is cut to fit an agent's context: Markdown in pages of
+//! `maxChars` (the next `offset` said), job results a few documents at a time (the next
+//! `skip` said), and the whole result by reference (the job's `pages.jsonl`).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Method, Request};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use tower::ServiceExt;
+
+use super::App;
+
+/// Markdown characters a tool answers at most by default, and at most when asked.
+const DEFAULT_CHARS: usize = 20_000;
+const MAX_CHARS: usize = 100_000;
+
+/// Documents of a job a status answers by default, and the Markdown kept of each.
+const DEFAULT_DOCS: usize = 10;
+const DOC_CHARS: usize = 2_000;
+
+#[derive(Clone)]
+pub struct Mcp {
+    app: Arc<App>,
+    router: axum::Router,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn schema(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, props: Value, required: &[&str]) -> Tool {
+    Tool::new(
+        name,
+        description,
+        schema(json!({"type": "object", "properties": props, "required": required})),
+    )
+}
+
+fn tools() -> Vec<Tool> {
+    let page = json!({
+        "offset": {"type": "integer", "minimum": 0, "description": "Characters of the Markdown to skip (the previous answer's nextOffset)."},
+        "maxChars": {"type": "integer", "minimum": 1, "maximum": MAX_CHARS, "description": "Markdown characters to return."}
+    });
+    let job_page = json!({
+        "id": {"type": "string"},
+        "skip": {"type": "integer", "minimum": 0, "description": "Documents to skip (the previous answer's nextSkip)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+    });
+    let mut scrape = json!({
+        "url": {"type": "string", "description": "An absolute http(s) URL."},
+        "formats": {"type": "array", "items": {"type": "string"}, "description": "markdown (default), html, rawHtml, links, images, summary."},
+        "onlyMainContent": {"type": "boolean"},
+        "maxAge": {"type": "integer", "description": "Milliseconds: an earlier scrape this young answers (0: always fetch)."}
+    });
+    if let (Some(s), Some(p)) = (scrape.as_object_mut(), page.as_object()) {
+        s.extend(p.clone());
+    }
+    vec![
+        tool(
+            "scrape",
+            "Scrape one page to Markdown and metadata (long pages come in parts: pass nextOffset as offset).",
+            scrape,
+            &["url"],
+        ),
+        tool(
+            "map",
+            "List a site's URLs from its sitemaps and links, matching URLs first when search is given.",
+            json!({
+                "url": {"type": "string"}, "search": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100000},
+                "skip": {"type": "integer", "minimum": 0}
+            }),
+            &["url"],
+        ),
+        tool(
+            "crawl",
+            "Start crawling a site; answers the job's id for crawl_status.",
+            json!({
+                "url": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                "maxDiscoveryDepth": {"type": "integer", "minimum": 0},
+                "includePaths": {"type": "array", "items": {"type": "string"}},
+                "excludePaths": {"type": "array", "items": {"type": "string"}}
+            }),
+            &["url"],
+        ),
+        tool(
+            "crawl_status",
+            "A crawl's progress and a few of its documents (pass nextSkip as skip for more); pagesFile holds them all.",
+            job_page.clone(),
+            &["id"],
+        ),
+        tool(
+            "batch_scrape",
+            "Start scraping a list of URLs; answers the job's id for batch_status.",
+            json!({
+                "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            }),
+            &["urls"],
+        ),
+        tool(
+            "batch_status",
+            "A batch's progress and a few of its documents (pass nextSkip as skip for more).",
+            job_page,
+            &["id"],
+        ),
+        tool(
+            "search",
+            "Search the pages this server crawled (its indexes, hybrid search): one result per page.",
+            json!({
+                "query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+            }),
+            &["query"],
+        ),
+        tool(
+            "changes",
+            "What changed: a monitor's latest (or given) check, the pages new, changed or removed with their diffs; or a re-crawl's changes.jsonl.",
+            json!({
+                "monitorId": {"type": "string"}, "checkId": {"type": "string"},
+                "crawlDir": {"type": "string", "description": "A trawl crawl or watch directory with a changes.jsonl."},
+                "skip": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+            }),
+            &[],
+        ),
+        tool(
+            "extract",
+            "Read pages into one JSON answer with the configured model; answers the job's id for extract_status.",
+            json!({
+                "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "prompt": {"type": "string"}, "schema": {"type": "object"}
+            }),
+            &["urls"],
+        ),
+        tool(
+            "extract_status",
+            "An extract job's status and, once completed, its answer.",
+            json!({"id": {"type": "string"}}),
+            &["id"],
+        ),
+    ]
+}
+
+/// `text` from `offset`, at most `max` characters, and where the next part starts.
+fn window(text: &str, offset: usize, max: usize) -> (String, Option<usize>) {
+    let total = text.chars().count();
+    let part: String = text.chars().skip(offset).take(max).collect();
+    let end = offset + part.chars().count();
+    (part, (end < total).then_some(end))
+}
+
+fn num(args: &JsonObject, k: &str) -> Option<usize> {
+    args.get(k).and_then(Value::as_u64).map(|n| n as usize)
+}
+
+fn text(args: &JsonObject, k: &str) -> Result<String, String> {
+    args.get(k)
+        .and_then(Value::as_str)
+        .map(String::from)
+        .ok_or_else(|| format!("{k} is required (a string)"))
+}
+
+impl Mcp {
+    pub fn new(app: Arc<App>) -> Self {
+        let router = super::router(app.clone());
+        Self {
+            app,
+            router,
+            tools: Arc::new(tools()),
+        }
+    }
+
+    /// One request to the API in this process: its JSON answer, or its error's message.
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, String> {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "localhost");
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+            .map_err(|e| e.to_string())?;
+        let res = self
+            .router
+            .clone()
+            .oneshot(req)
+            .await
+            .map_err(|e| e.to_string())?;
+        let bytes = axum::body::to_bytes(res.into_body(), 256 << 20)
+            .await
+            .map_err(|e| e.to_string())?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        if v["success"] == false {
+            let code = v["code"]
+                .as_str()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            return Err(format!(
+                "{}{code}",
+                v["error"].as_str().unwrap_or("the request failed")
+            ));
+        }
+        Ok(v)
+    }
+
+    async fn run(&self, name: &str, args: &JsonObject) -> Result<Value, String> {
+        match name {
+            "scrape" => {
+                let mut body = json!({"url": text(args, "url")?});
+                for k in ["formats", "onlyMainContent", "maxAge"] {
+                    if let Some(v) = args.get(k) {
+                        body[k] = v.clone();
+                    }
+                }
+                let v = self.call(Method::POST, "/v2/scrape", Some(body)).await?;
+                let mut doc = v["data"].clone();
+                let md = doc["markdown"].as_str().unwrap_or_default().to_string();
+                let max = num(args, "maxChars")
+                    .unwrap_or(DEFAULT_CHARS)
+                    .clamp(1, MAX_CHARS);
+                let (part, next) = window(&md, num(args, "offset").unwrap_or(0), max);
+                doc["markdown"] = part.into();
+                doc["totalChars"] = md.chars().count().into();
+                doc["nextOffset"] = next.map_or(Value::Null, Value::from);
+                Ok(doc)
+            }
+            "map" => {
+                let mut body = json!({"url": text(args, "url")?});
+                for k in ["search", "limit"] {
+                    if let Some(v) = args.get(k) {
+                        body[k] = v.clone();
+                    }
+                }
+                let v = self.call(Method::POST, "/v2/map", Some(body)).await?;
+                let links = v["links"].as_array().cloned().unwrap_or_default();
+                let skip = num(args, "skip").unwrap_or(0);
+                let shown: Vec<Value> = links
+                    .iter()
+                    .skip(skip)
+                    .take(500)
+                    .map(|l| l["url"].clone())
+                    .collect();
+                let next = (skip + shown.len() < links.len()).then_some(skip + shown.len());
+                Ok(json!({"total": links.len(), "links": shown, "nextSkip": next}))
+            }
+            "crawl" | "batch_scrape" => {
+                let (path, body) = if name == "crawl" {
+                    let mut b = json!({"url": text(args, "url")?});
+                    for k in ["limit", "maxDiscoveryDepth", "includePaths", "excludePaths"] {
+                        if let Some(v) = args.get(k) {
+                            b[k] = v.clone();
+                        }
+                    }
+                    ("/v2/crawl", b)
+                } else {
+                    (
+                        "/v2/batch/scrape",
+                        json!({"urls": args.get("urls").cloned().unwrap_or(Value::Null)}),
+                    )
+                };
+                let v = self.call(Method::POST, path, Some(body)).await?;
+                Ok(json!({"id": v["id"], "invalidURLs": v.get("invalidURLs")}))
+            }
+            "crawl_status" | "batch_status" => {
+                let id = text(args, "id")?;
+                if uuid::Uuid::parse_str(&id).is_err() {
+                    return Err(format!("{id:?} is not a job id"));
+                }
+                let skip = num(args, "skip").unwrap_or(0);
+                let limit = num(args, "limit").unwrap_or(DEFAULT_DOCS).clamp(1, 100);
+                let kind = if name == "crawl_status" {
+                    "crawl"
+                } else {
+                    "batch/scrape"
+                };
+                let v = self
+                    .call(
+                        Method::GET,
+                        &format!("/v2/{kind}/{id}?skip={skip}&limit={limit}"),
+                        None,
+                    )
+                    .await?;
+                let docs: Vec<Value> = v["data"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|d| {
+                        let md = d["markdown"].as_str().unwrap_or_default();
+                        let (part, more) = window(md, 0, DOC_CHARS);
+                        json!({"url": d["metadata"]["sourceURL"], "title": d["metadata"]["title"],
+                               "statusCode": d["metadata"]["statusCode"], "markdown": part,
+                               "truncated": more.is_some()})
+                    })
+                    .collect();
+                let shown = docs.len();
+                let pages = self
+                    .app
+                    .args
+                    .data
+                    .join("jobs")
+                    .join(&id)
+                    .join("pages.jsonl");
+                Ok(json!({
+                    "status": v["status"], "completed": v["completed"], "total": v["total"],
+                    "documents": docs,
+                    "nextSkip": v.get("next").filter(|n| !n.is_null()).map(|_| skip + shown),
+                    "pagesFile": pages.display().to_string(),
+                    "error": v.get("error"),
+                }))
+            }
+            "search" => {
+                let mut body = json!({"query": text(args, "query")?});
+                if let Some(l) = args.get("limit") {
+                    body["limit"] = l.clone();
+                }
+                let v = self.call(Method::POST, "/v2/search", Some(body)).await?;
+                Ok(json!({"results": v["data"]["web"], "warning": v.get("warning")}))
+            }
+            "changes" => self.changes(args).await,
+            "extract" => {
+                let mut body = json!({"urls": args.get("urls").cloned().unwrap_or(Value::Null)});
+                for k in ["prompt", "schema"] {
+                    if let Some(v) = args.get(k) {
+                        body[k] = v.clone();
+                    }
+                }
+                let v = self.call(Method::POST, "/v2/extract", Some(body)).await?;
+                Ok(json!({"id": v["id"]}))
+            }
+            "extract_status" => {
+                let id = text(args, "id")?;
+                if uuid::Uuid::parse_str(&id).is_err() {
+                    return Err(format!("{id:?} is not a job id"));
+                }
+                let v = self
+                    .call(Method::GET, &format!("/v2/extract/{id}"), None)
+                    .await?;
+                Ok(json!({"status": v["status"], "data": v.get("data"), "error": v.get("error")}))
+            }
+            other => Err(format!("no tool {other:?}")),
+        }
+    }
+
+    /// A monitor check's pages that are not `same`, or a re-crawl's change events.
+    async fn changes(&self, args: &JsonObject) -> Result<Value, String> {
+        let skip = num(args, "skip").unwrap_or(0);
+        let limit = num(args, "limit").unwrap_or(DEFAULT_DOCS).clamp(1, 100);
+        if let Some(dir) = args.get("crawlDir").and_then(Value::as_str) {
+            let dir = std::path::PathBuf::from(dir);
+            return tokio::task::spawn_blocking(move || change_events(&dir, skip, limit))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let id = text(args, "monitorId").map_err(|_| "give monitorId or crawlDir".to_string())?;
+        let check = match args.get("checkId").and_then(Value::as_str) {
+            Some(c) => c.to_string(),
+            None => {
+                let v = self
+                    .call(
+                        Method::GET,
+                        &format!("/v2/monitor/{id}/checks?limit=20"),
+                        None,
+                    )
+                    .await?;
+                v["data"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["status"] != "running" && c["status"] != "skipped_overlap")
+                    .and_then(|c| c["id"].as_str().map(String::from))
+                    .ok_or("the monitor has no finished check yet")?
+            }
+        };
+        let mut pages = Vec::new();
+        for status in ["changed", "new", "removed", "error"] {
+            let v = self
+                .call(
+                    Method::GET,
+                    &format!("/v2/monitor/{id}/checks/{check}?status={status}&limit=1000"),
+                    None,
+                )
+                .await?;
+            pages.extend(v["data"]["pages"].as_array().cloned().unwrap_or_default());
+        }
+        let total = pages.len();
+        let shown: Vec<Value> = pages
+            .into_iter()
+            .skip(skip)
+            .take(limit)
+            .map(|mut p| {
+                if let Some(t) = p["diff"]["text"].as_str() {
+                    let (part, more) = window(t, 0, DOC_CHARS);
+                    p["diff"] = json!({"text": part, "truncated": more.is_some()});
+                }
+                p
+            })
+            .collect();
+        let next = (skip + shown.len() < total).then_some(skip + shown.len());
+        Ok(
+            json!({"monitorId": id, "checkId": check, "total": total, "pages": shown, "nextSkip": next}),
+        )
+    }
+}
+
+/// A crawl directory's change events (`changes.jsonl`, or the newest round's of a
+/// `trawl watch` directory), a page of them.
+fn change_events(dir: &std::path::Path, skip: usize, limit: usize) -> Result<Value, String> {
+    use std::io::BufRead;
+    let mut file = dir.join("changes.jsonl");
+    if !file.is_file() {
+        let mut rounds: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("gen-"))
+            })
+            .collect();
+        rounds.sort();
+        file = rounds
+            .last()
+            .map(|r| r.join("changes.jsonl"))
+            .filter(|f| f.is_file())
+            .ok_or_else(|| {
+                format!(
+                    "{} has no changes.jsonl (a re-crawl writes one)",
+                    dir.display()
+                )
+            })?;
+    }
+    let f = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut total = 0;
+    let mut events = Vec::new();
+    for line in std::io::BufReader::new(f).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        let Ok(mut e) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if total >= skip && events.len() < limit {
+            if let Some(t) = e["diff"]["text"].as_str() {
+                let (part, more) = window(t, 0, DOC_CHARS);
+                e["diff"]["text"] = part.into();
+                e["diff"]["truncated"] = (more.is_some() || e["diff"]["truncated"] == true).into();
+            }
+            events.push(e);
+        }
+        total += 1;
+    }
+    let next = (skip + events.len() < total).then_some(skip + events.len());
+    Ok(
+        json!({"file": file.display().to_string(), "total": total, "events": events, "nextSkip": next}),
+    )
+}
+
+impl ServerHandler for Mcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("trawl", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "trawl crawls, scrapes and searches websites, and watches them change. Long \
+                 answers come in parts: pass nextOffset or nextSkip back to read on.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if self.get_tool(&request.name).is_none() {
+            return Err(McpError::invalid_params(
+                format!("no tool {:?}", request.name),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        Ok(match self.run(&request.name, &args).await {
+            Ok(v) => CallToolResult::structured(v).into(),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]).into(),
+        })
+    }
+}
+
+/// Serves the tools on stdin and stdout until the client goes.
+pub async fn serve_stdio(app: Arc<App>) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let running = Mcp::new(app)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// The tools as a streamable HTTP service, to mount at `/mcp`; it ends with `stop`.
+pub fn http_service(
+    app: Arc<App>,
+    stop: tokio_util::sync::CancellationToken,
+) -> rmcp::transport::StreamableHttpService<
+    Mcp,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let server = Mcp::new(app);
+    rmcp::transport::StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(Default::default()),
+        rmcp::transport::StreamableHttpServerConfig::default().with_cancellation_token(stop),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_page_through_text() {
+        let t = "abcdefghij";
+        assert_eq!(window(t, 0, 4), ("abcd".into(), Some(4)));
+        assert_eq!(window(t, 8, 4), ("ij".into(), None));
+        assert_eq!(window(t, 20, 4), (String::new(), None));
+        assert_eq!(window("ééé", 1, 1), ("é".into(), Some(2)));
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema() {
+        let t = tools();
+        assert_eq!(t.len(), 10);
+        for tool in &t {
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            assert!(tool.input_schema["properties"].is_object(), "{}", tool.name);
+        }
+    }
+}
