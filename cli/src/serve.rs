@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// file parsed); past them requests get a 402. 0: no limit.
     #[arg(long, default_value_t = 0)]
     pub monthly_credits: u64,
+    /// The shortest time between two runs of a monitor's schedule (a schedule more often
+    /// is refused).
+    #[arg(long, default_value_t = 60, value_name = "S")]
+    pub monitor_min_interval_s: u64,
     #[command(flatten)]
     pub cluster_settings: ClusterSettings,
     #[command(flatten)]
@@ -105,6 +109,7 @@ impl ServeArgs {
             search_backend: self.search_backend,
             index_jobs: !self.no_job_index,
             monthly_credits: self.monthly_credits,
+            monitor_min_interval_s: self.monitor_min_interval_s,
             settings,
         }
     }

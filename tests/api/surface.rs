@@ -160,6 +160,8 @@ async fn search_monitors_webhooks_and_v1_through_the_sdk_across_a_restart() {
         cfg.settings.crawl.webhook_backoff_ms = 300;
         cfg.settings.crawl.webhook_tries = 30;
         cfg.monthly_credits = 100_000;
+        // The schedule test runs a monitor every two seconds.
+        cfg.monitor_min_interval_s = 1;
         cfg
     };
     let api = Api::start(config()).await;

@@ -124,7 +124,11 @@ pub async fn scrape(
         }
     }
     let doc = super::scraping::scrape(app, ask).await?;
-    if use_cache && store != Some(false) {
+    // A site's error is not kept: the next scrape asks again.
+    let ok = doc["metadata"]["statusCode"]
+        .as_u64()
+        .is_some_and(|c| (200..300).contains(&c));
+    if use_cache && ok && store != Some(false) {
         let (cache, d) = (app.cache.clone(), doc.clone());
         tokio::task::spawn_blocking(move || {
             if let Err(e) = cache.put(&owner, &url, &key, &d) {

@@ -96,6 +96,18 @@ impl Db {
         })
     }
 
+    /// `f` in one transaction, committed when it returns `Ok`.
+    pub(crate) fn with_tx<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> anyhow::Result<T> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction().context("serve.db")?;
+        let out = f(&tx).context("serve.db")?;
+        tx.commit().context("serve.db")?;
+        Ok(out)
+    }
+
     pub(crate) fn with<T>(
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,

@@ -1,14 +1,17 @@
 //! A crawl's or a batch's webhook events: `started`, one `page` per document as the job
 //! writes it, then `completed` or `failed` (`crawl.*` or `batch_scrape.*`), each put in
-//! the outbox ([`super::webhooks`]). Each event's id is made of the job's id and the
-//! event's place (`<job>.page.<n>`), and how far a job's events have gone is kept with
-//! them in `serve.db`: a server restarted halfway sends the rest, never one twice.
+//! the outbox ([`super::webhooks`]). How far a job's events have gone is kept in
+//! `serve.db`; a page's event is named by the job and the page's URL
+//! (`<job>.page.<digest>`), so when a restarted server reads a resumed job's results
+//! again from the start (a resumed crawl cuts its `pages.jsonl` back and fetches those
+//! pages anew, in another order), each page is sent once, and none is missed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
+use sha2::Digest;
 
 use super::App;
 use super::db::JobRow;
@@ -18,6 +21,7 @@ use super::webhooks::Hook;
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS job_hooks (
     job TEXT PRIMARY KEY,
+    origin TEXT NOT NULL DEFAULT '',
     sent INTEGER NOT NULL DEFAULT 0,
     ended INTEGER NOT NULL DEFAULT 0
 );
@@ -42,8 +46,18 @@ fn hook_of(app: &App, row: &JobRow) -> Option<Hook> {
         .flatten()
 }
 
-/// Starts the events of a job whose request has a webhook.
-pub fn follow(app: &Arc<App>, id: &str) {
+/// Starts the events of a job whose request has a webhook; `origin` (`http://host`) is
+/// where the documents' files are served.
+pub fn follow(app: &Arc<App>, id: &str, origin: &str) {
+    let noted = app.db.with(|c| {
+        c.execute(
+            "INSERT OR IGNORE INTO job_hooks (job, origin) VALUES (?1, ?2)",
+            params![id, origin],
+        )
+    });
+    if let Err(e) = noted {
+        tracing::warn!(job = %id, error = %format!("{e:#}"), "a job's webhook state");
+    }
     let (app, id) = (app.clone(), id.to_string());
     tokio::spawn(async move {
         let mut stop = app.stop.clone();
@@ -66,8 +80,11 @@ pub fn follow(app: &Arc<App>, id: &str) {
     });
 }
 
-/// Jobs whose events were not all sent when the server stopped: followed again.
+/// Jobs whose events were not all sent when the server stopped: followed again, from
+/// their first page (those sent already are not sent twice).
 pub fn resume(app: &Arc<App>) -> anyhow::Result<usize> {
+    app.db
+        .with(|c| c.execute("UPDATE job_hooks SET sent = 0 WHERE ended = 0", []))?;
     let ids: Vec<String> = app.db.with(|c| {
         let mut st = c.prepare(
             "SELECT id FROM jobs WHERE request LIKE '%\"webhook\"%'
@@ -77,7 +94,18 @@ pub fn resume(app: &Arc<App>) -> anyhow::Result<usize> {
         rows.collect()
     })?;
     for id in &ids {
-        follow(app, id);
+        let origin: String = app
+            .db
+            .with(|c| {
+                c.query_row(
+                    "SELECT origin FROM job_hooks WHERE job = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
+                .optional()
+            })?
+            .unwrap_or_default();
+        follow(app, id, &origin);
     }
     Ok(ids.len())
 }
@@ -91,19 +119,23 @@ fn step(app: &Arc<App>, id: &str) -> anyhow::Result<bool> {
         return Ok(true);
     };
     let p = prefix(&row);
-    let (mut sent, ended): (i64, bool) = app.db.with(|c| {
+    let (mut sent, ended, origin): (i64, bool, String) = app.db.with(|c| {
         c.execute(
             "INSERT OR IGNORE INTO job_hooks (job) VALUES (?1)",
             params![id],
         )?;
         c.query_row(
-            "SELECT sent, ended FROM job_hooks WHERE job = ?1",
+            "SELECT sent, ended, origin FROM job_hooks WHERE job = ?1",
             params![id],
-            |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)),
+            |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
         )
-        .optional()
-        .map(|o| o.unwrap_or((0, false)))
     })?;
+    let kind = if row.kind == "batch" {
+        "batch/scrape"
+    } else {
+        "crawl"
+    };
+    let base = format!("{origin}/v2/{kind}/{id}");
     if ended {
         return Ok(true);
     }
@@ -121,16 +153,18 @@ fn step(app: &Arc<App>, id: &str) -> anyhow::Result<bool> {
     loop {
         let page = app
             .jobs
-            .status(id, &row.owner, sent as usize, Some(PAGE_DOCS), "")
+            .status(id, &row.owner, sent as usize, Some(PAGE_DOCS), &base)
             .map_err(|e| anyhow::anyhow!(e.message))?;
         let docs = page["data"].as_array().cloned().unwrap_or_default();
         if docs.is_empty() {
             break;
         }
         for doc in docs {
-            let n = sent;
+            let url = doc["metadata"]["sourceURL"].as_str().unwrap_or_default();
+            let digest = sha2::Sha256::digest(url.as_bytes());
+            let key = data_encoding::HEXLOWER.encode(&digest[..12]);
             outbox.enqueue_as(
-                &format!("{id}.page.{n}"),
+                &format!("{id}.page.{key}"),
                 &hook,
                 &format!("{p}.page"),
                 id,

@@ -619,7 +619,11 @@ impl Jobs {
 
 /// Where a job's files are served: `base` is the job's status URL.
 fn artifacts_base(base: &str, id: &str) -> String {
-    let origin = base.find("/v2/").map_or(base, |i| &base[..i]);
+    let origin = ["/v2/", "/v1/"]
+        .iter()
+        .filter_map(|p| base.find(p))
+        .min()
+        .map_or(base, |i| &base[..i]);
     format!("{origin}/artifacts/jobs/{id}")
 }
 

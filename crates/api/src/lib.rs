@@ -93,6 +93,8 @@ pub struct ServeConfig {
     pub index_jobs: bool,
     /// Credits one key may use a month (0: no limit).
     pub monthly_credits: u64,
+    /// The shortest time between two runs of a monitor's schedule.
+    pub monitor_min_interval_s: u64,
     /// The settings the server's crawls and scrapes run under: the `crawl` section's limits
     /// are ceilings a request can lower; `cluster` reaches the services; `process` is this
     /// process's (a job's browser, memory bounds).
@@ -118,6 +120,7 @@ impl ServeConfig {
             search_backend: None,
             index_jobs: true,
             monthly_credits: 0,
+            monitor_min_interval_s: 60,
             settings,
         }
     }
@@ -151,6 +154,8 @@ pub struct App {
     monitor_wake: Notify,
     /// The embedding model `/v2/search` loads once.
     model: tokio::sync::OnceCell<Arc<trawl_index::Embedder>>,
+    /// `DATA/serve.lock`, held while the server runs.
+    lock: std::fs::File,
 }
 
 /// The key's owner id, set by the auth layer.
@@ -205,6 +210,9 @@ async fn finish(app: &Arc<App>) {
     if let Some(b) = &app.browser {
         b.close().await;
     }
+    // Tasks still winding down may hold the app a moment longer: the directory is free
+    // for the next server now.
+    let _ = app.lock.unlock();
 }
 
 /// `trawl mcp`: the tools over stdin and stdout until the client goes.
@@ -275,6 +283,16 @@ pub fn build(
     args.settings.crawl.validate()?;
     std::fs::create_dir_all(&args.data)
         .with_context(|| format!("creating {}", args.data.display()))?;
+    // One server a data directory: a second would resume the first's jobs, fail its
+    // checks and send its webhooks twice.
+    let lock = std::fs::File::create(args.data.join("serve.lock"))
+        .with_context(|| format!("creating {}", args.data.join("serve.lock").display()))?;
+    lock.try_lock().map_err(|_| {
+        anyhow::anyhow!(
+            "{} is in use by another trawl serve or trawl mcp: give this one its own --data",
+            args.data.display()
+        )
+    })?;
     let db = db::Db::open(&args.data.join("serve.db"))?;
     let (trigger, stop) = trawl_core::pipeline::shutdown();
     let usage = team::Usage::new(db.clone(), args.monthly_credits)?;
@@ -337,6 +355,7 @@ pub fn build(
         monitors,
         monitor_wake: Notify::new(),
         model: tokio::sync::OnceCell::new(),
+        lock,
         args,
     };
     Ok((Arc::new(app), trigger))
@@ -547,7 +566,7 @@ async fn scrape_doc(
 ) -> Result<Value, ApiError> {
     let url = api::http_url(&req.url)?;
     let opts = req.options.resolve()?;
-    app.usage.check(owner)?;
+    app.usage.allow(owner).await?;
     let _slot = app.slot(owner)?;
     let origin = job_url(headers, "");
     let ask = scraping::Ask {
@@ -655,12 +674,12 @@ async fn start_job(
     path: &str,
 ) -> Answer {
     app.job_slot(owner)?;
-    app.usage.check(owner)?;
+    app.usage.allow(owner).await?;
     let (id, invalid) = app.jobs.start(kind, owner, body)?;
     if serde_json::from_slice::<Value>(body)
         .is_ok_and(|b| b.get("webhook").is_some_and(|w| !w.is_null()))
     {
-        job_hooks::follow(app, &id);
+        job_hooks::follow(app, &id, &job_url(headers, ""));
     }
     let mut out =
         json!({"success": true, "id": id, "url": job_url(headers, &format!("{path}/{id}"))});
@@ -802,7 +821,7 @@ async fn search_route(
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer {
-    app.usage.check(&owner)?;
+    app.usage.allow(&owner).await?;
     let _slot = app.slot(&owner)?;
     let origin = job_url(&headers, "");
     Ok(axum::Json(

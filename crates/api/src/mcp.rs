@@ -33,6 +33,10 @@ pub struct Mcp {
     app: Arc<App>,
     router: axum::Router,
     tools: Arc<Vec<Tool>>,
+    /// The client is this machine's user (stdio): `changes` may read a crawl directory.
+    local: bool,
+    /// The key the tools' requests carry (the server's first, when it has keys).
+    key: Option<String>,
 }
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -173,12 +177,21 @@ fn text(args: &JsonObject, k: &str) -> Result<String, String> {
 }
 
 impl Mcp {
-    pub fn new(app: Arc<App>) -> Self {
+    pub fn new(app: Arc<App>, local: bool) -> Self {
         let router = super::router(app.clone());
+        let key = app
+            .args
+            .api_keys
+            .iter()
+            .map(|k| k.trim())
+            .find(|k| !k.is_empty())
+            .map(String::from);
         Self {
             app,
             router,
             tools: Arc::new(tools()),
+            local,
+            key,
         }
     }
 
@@ -190,6 +203,9 @@ impl Mcp {
             .header("host", "localhost");
         if body.is_some() {
             req = req.header("content-type", "application/json");
+        }
+        if let Some(k) = &self.key {
+            req = req.header("authorization", format!("Bearer {k}"));
         }
         let req = req
             .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
@@ -360,6 +376,13 @@ impl Mcp {
         let skip = num(args, "skip").unwrap_or(0);
         let limit = num(args, "limit").unwrap_or(DEFAULT_DOCS).clamp(1, 100);
         if let Some(dir) = args.get("crawlDir").and_then(Value::as_str) {
+            // A path is the local user's to give: over HTTP anyone who reaches the server
+            // would read any file named changes.jsonl.
+            if !self.local {
+                return Err(
+                    "crawlDir is read by trawl mcp on stdio only; over HTTP give monitorId".into(),
+                );
+            }
             let dir = std::path::PathBuf::from(dir);
             return tokio::task::spawn_blocking(move || change_events(&dir, skip, limit))
                 .await
@@ -385,16 +408,24 @@ impl Mcp {
                     .ok_or("the monitor has no finished check yet")?
             }
         };
+        // Every page of the check that is not the same, read a thousand at a time.
         let mut pages = Vec::new();
-        for status in ["changed", "new", "removed", "error"] {
+        let mut from = 0usize;
+        loop {
             let v = self
                 .call(
                     Method::GET,
-                    &format!("/v2/monitor/{id}/checks/{check}?status={status}&limit=1000"),
+                    &format!("/v2/monitor/{id}/checks/{check}?skip={from}&limit=1000"),
                     None,
                 )
                 .await?;
-            pages.extend(v["data"]["pages"].as_array().cloned().unwrap_or_default());
+            let got = v["data"]["pages"].as_array().cloned().unwrap_or_default();
+            let empty = got.is_empty();
+            from += got.len();
+            pages.extend(got.into_iter().filter(|p| p["status"] != "same"));
+            if empty || v["data"]["next"].is_null() {
+                break;
+            }
         }
         let total = pages.len();
         let shown: Vec<Value> = pages
@@ -510,7 +541,7 @@ impl ServerHandler for Mcp {
 /// Serves the tools on stdin and stdout until the client goes.
 pub async fn serve_stdio(app: Arc<App>) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
-    let running = Mcp::new(app)
+    let running = Mcp::new(app, true)
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
@@ -526,7 +557,7 @@ pub fn http_service(
     Mcp,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    let server = Mcp::new(app);
+    let server = Mcp::new(app, false);
     rmcp::transport::StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(Default::default()),

@@ -72,7 +72,7 @@ pub(crate) async fn parse(
     mut form: Multipart,
 ) -> Answer {
     let bad = |m: String| ApiError::bad_request(format!("Bad Request: {m}"));
-    app.usage.check(&owner)?;
+    app.usage.allow(&owner).await?;
     let mut file: Option<(String, Option<String>, Vec<u8>)> = None;
     let mut options = ScrapeOptions::default();
     while let Some(field) = form.next_field().await.map_err(|e| bad(e.to_string()))? {

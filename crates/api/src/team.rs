@@ -123,6 +123,17 @@ impl Usage {
         Ok(())
     }
 
+    /// [`Self::check`] for an async caller: off its thread when there is a plan to read.
+    pub async fn allow(&self, owner: &str) -> Result<(), ApiError> {
+        if self.monthly == 0 {
+            return Ok(());
+        }
+        let (me, owner) = (self.clone(), owner.to_string());
+        tokio::task::spawn_blocking(move || me.check(&owner))
+            .await
+            .map_err(ApiError::internal)?
+    }
+
     /// `/v2/team/credit-usage`.
     pub fn credit_usage(&self, owner: &str) -> Result<Value, ApiError> {
         let used = self.used(owner)?;

@@ -7,15 +7,15 @@
 //! crawl settings' backoff (four times longer each try) until it is taken or its tries are
 //! spent, and then it stays in the table, `failed`, with the last answer.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use trawl_core::pipeline::Shutdown;
 
 use super::api::ApiError;
@@ -172,6 +172,9 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
     )
 }
 
+/// Deliveries in flight at once (each to another receiver).
+pub const PARALLEL: usize = 16;
+
 /// What the outbox is set with.
 #[derive(Debug, Clone)]
 pub struct OutboxConfig {
@@ -292,25 +295,24 @@ impl Outbox {
         })
     }
 
-    fn next_due(&self, now_ms: i64) -> anyhow::Result<(Option<Due>, Option<i64>)> {
+    /// Up to `limit` deliveries due, oldest first, and when the next pending one is due.
+    fn due(&self, now_ms: i64, limit: usize) -> anyhow::Result<(Vec<Due>, Option<i64>)> {
         self.db.with(|c| {
-            let due = c
-                .query_row(
-                    "SELECT id, url, headers, body, attempts FROM deliveries
-                     WHERE status = 'pending' AND next_at <= ?1 ORDER BY next_at, seq LIMIT 1",
-                    params![now_ms],
-                    |r| {
-                        let headers: String = r.get(2)?;
-                        Ok(Due {
-                            id: r.get(0)?,
-                            url: r.get(1)?,
-                            headers: serde_json::from_str(&headers).unwrap_or_default(),
-                            body: r.get(3)?,
-                            attempts: r.get(4)?,
-                        })
-                    },
-                )
-                .optional()?;
+            let mut st = c.prepare(
+                "SELECT id, url, headers, body, attempts FROM deliveries
+                 WHERE status = 'pending' AND next_at <= ?1 ORDER BY next_at, seq LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![now_ms, limit as i64], |r| {
+                let headers: String = r.get(2)?;
+                Ok(Due {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    headers: serde_json::from_str(&headers).unwrap_or_default(),
+                    body: r.get(3)?,
+                    attempts: r.get(4)?,
+                })
+            })?;
+            let due = rows.collect::<rusqlite::Result<Vec<_>>>()?;
             let later = c
                 .query_row(
                     "SELECT MIN(next_at) FROM deliveries WHERE status = 'pending'",
@@ -323,14 +325,28 @@ impl Outbox {
         })
     }
 
+    /// Forgets the deliveries taken a week ago and those given up a month ago.
+    fn sweep(&self) -> anyhow::Result<usize> {
+        let now = chrono::Utc::now();
+        let week = (now - chrono::Duration::days(7)).to_rfc3339();
+        let month = (now - chrono::Duration::days(30)).to_rfc3339();
+        self.db.with(|c| {
+            c.execute(
+                "DELETE FROM deliveries WHERE (status = 'delivered' AND created_at < ?1)
+                 OR (status = 'failed' AND created_at < ?2)",
+                params![week, month],
+            )
+        })
+    }
+
     fn record(&self, d: &Due, outcome: Result<(), String>) -> anyhow::Result<()> {
         let attempts = d.attempts + 1;
         let (status, next_at, error) = match outcome {
             Ok(()) => ("delivered", 0, None),
             Err(e) if attempts >= self.cfg.tries.max(1) => ("failed", 0, Some(e)),
             Err(e) => {
-                let wait = self.cfg.backoff.as_millis() as i64
-                    * 4i64.saturating_pow(attempts.saturating_sub(1));
+                let wait = (self.cfg.backoff.as_millis() as i64)
+                    .saturating_mul(4i64.saturating_pow(attempts.saturating_sub(1)));
                 let wait = wait.min(3_600_000);
                 (
                     "pending",
@@ -352,8 +368,9 @@ impl Outbox {
         })
     }
 
-    /// Sends what is due, oldest first, until the server stops; what is left waits in
-    /// `serve.db` for the next start.
+    /// Sends what is due, oldest first, until the server stops: up to [`PARALLEL`]
+    /// deliveries at once, one at a time to each receiver (a slow one holds only its own
+    /// events back). What is left waits in `serve.db` for the next start.
     pub async fn run(self: Arc<Self>, mut stop: Shutdown) {
         let client = match client(self.cfg.allow_private) {
             Ok(c) => c,
@@ -362,27 +379,63 @@ impl Outbox {
                 return;
             }
         };
+        let busy: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let slots = Arc::new(Semaphore::new(PARALLEL));
+        let mut swept = std::time::Instant::now() - Duration::from_secs(3600);
         loop {
+            if swept.elapsed() >= Duration::from_secs(3600) {
+                swept = std::time::Instant::now();
+                let me = self.clone();
+                let _ = tokio::task::spawn_blocking(move || me.sweep()).await;
+            }
             let now = chrono::Utc::now().timestamp_millis();
             let db = self.clone();
-            let found = tokio::task::spawn_blocking(move || db.next_due(now)).await;
+            let found = tokio::task::spawn_blocking(move || db.due(now, 4 * PARALLEL)).await;
             let (due, later) = match found {
                 Ok(Ok(x)) => x,
                 Ok(Err(e)) => {
                     tracing::warn!(error = %format!("{e:#}"), "reading the webhook outbox");
-                    (None, Some(now + 1000))
+                    (Vec::new(), Some(now + 1000))
                 }
-                Err(_) => (None, Some(now + 1000)),
+                Err(_) => (Vec::new(), Some(now + 1000)),
             };
-            if let Some(d) = due {
-                let outcome = self.post(&client, &d).await;
-                let me = self.clone();
-                let _ = tokio::task::spawn_blocking(move || me.record(&d, outcome)).await;
-                continue;
+            // Deliveries waiting for a receiver or a slot: the next round comes when one
+            // ends (a wake), not by the clock.
+            let mut held = false;
+            for d in due {
+                if !busy
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(d.url.clone())
+                {
+                    held = true;
+                    continue;
+                }
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    busy.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&d.url);
+                    held = true;
+                    break;
+                };
+                let (me, client, busy) = (self.clone(), client.clone(), busy.clone());
+                tokio::spawn(async move {
+                    let outcome = me.post(&client, &d).await;
+                    let url = d.url.clone();
+                    let m2 = me.clone();
+                    let _ = tokio::task::spawn_blocking(move || m2.record(&d, outcome)).await;
+                    busy.lock().unwrap_or_else(|e| e.into_inner()).remove(&url);
+                    drop(permit);
+                    me.wake.notify_one();
+                });
             }
-            let wait = later.map_or(Duration::from_secs(3600), |t| {
-                Duration::from_millis((t - now).clamp(0, 3_600_000) as u64)
-            });
+            let wait = if held {
+                Duration::from_secs(1)
+            } else {
+                later.map_or(Duration::from_secs(3600), |t| {
+                    Duration::from_millis((t - now).clamp(10, 3_600_000) as u64)
+                })
+            };
             tokio::select! {
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
@@ -503,8 +556,8 @@ mod tests {
             .unwrap()
             .unwrap();
         let now = chrono::Utc::now().timestamp_millis();
-        let (d, _) = out.next_due(now + 10).unwrap();
-        let d = d.unwrap();
+        let (d, _) = out.due(now + 10, 10).unwrap();
+        let d = d.into_iter().next().unwrap();
         assert_eq!(d.id, id);
         let body: Value = serde_json::from_slice(&d.body).unwrap();
         assert_eq!(
@@ -513,12 +566,12 @@ mod tests {
         );
         out.record(&d, Err("answered 500".into())).unwrap();
         // Retried after the backoff, not before; the second failure spends the tries.
-        assert!(out.next_due(now + 10).unwrap().0.is_none());
-        let (d, _) = out.next_due(now + 61_000).unwrap();
-        let d = d.unwrap();
+        assert!(out.due(now + 10, 10).unwrap().0.is_empty());
+        let (d, _) = out.due(now + 61_000, 10).unwrap();
+        let d = d.into_iter().next().unwrap();
         assert_eq!((d.id.as_str(), d.attempts), (id.as_str(), 1));
         out.record(&d, Err("answered 500".into())).unwrap();
         assert_eq!(out.counts().unwrap().get("failed"), Some(&1));
-        assert!(out.next_due(now + 10_000_000).unwrap().0.is_none());
+        assert!(out.due(now + 10_000_000, 10).unwrap().0.is_empty());
     }
 }

@@ -20,17 +20,18 @@ use super::super::webhooks::Hook;
 use super::super::{changes, plan, scraping, search};
 use super::store::MonitorRow;
 
+/// Pages a crawl target's round reads at most.
+const MAX_CRAWL_PAGES: u64 = 10_000;
+
 /// One page of a check, before it is stored.
 struct Page {
     status: &'static str,
-    url: String,
     body: Value,
 }
 
 fn page(target: &str, url: &str, status: &'static str) -> Page {
     Page {
         status,
-        url: url.to_string(),
         body: json!({
             "id": uuid::Uuid::new_v4().to_string(),
             "targetId": target,
@@ -171,6 +172,11 @@ async fn crawl_target(
         &req.to_string(),
     )?;
     let mut crawl = planned.opts;
+    // A check's pages are kept, diffed and sent: a crawl target is capped.
+    crawl.crawl.max_pages = match crawl.crawl.max_pages {
+        0 => MAX_CRAWL_PAGES,
+        n => n.min(MAX_CRAWL_PAGES),
+    };
     crawl.control.stop = Some(app.stop.clone());
     let watch = trawl_runtime::watch::WatchPlan {
         crawl,
@@ -308,6 +314,29 @@ async fn search_target(
     Ok(out)
 }
 
+/// A target's pages stored with the check, from place `first` on, and each queued as a
+/// `monitor.page` event when the monitor has a webhook.
+fn keep_pages(
+    app: &App,
+    check: &str,
+    monitor: &str,
+    hook: Option<&Hook>,
+    first: usize,
+    pages: Vec<Page>,
+) -> anyhow::Result<()> {
+    for (i, p) in pages.into_iter().enumerate() {
+        let seq = first + i;
+        app.monitors.add_page(check, seq, p.status, &p.body)?;
+        if let Some(h) = hook {
+            let extra = json!({"monitorId": monitor, "checkId": check});
+            let id = format!("{check}.page.{seq}");
+            app.outbox
+                .enqueue_as(&id, h, "monitor.page", monitor, json!([p.body]), extra)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the check `check` of `m` to its end: its pages stored and sent, its summary kept.
 pub async fn run(app: Arc<App>, m: MonitorRow, check: String) {
     let hook = Hook::parse(m.spec.get("webhook"), app.args.settings.crawl.allow_private)
@@ -331,37 +360,21 @@ pub async fn run(app: Arc<App>, m: MonitorRow, check: String) {
         match pages {
             Ok(pages) => {
                 result["resultCount"] = pages.len().into();
-                for p in pages {
+                for p in &pages {
                     summary["totalPages"] =
                         (summary["totalPages"].as_u64().unwrap_or(0) + 1).into();
                     summary[p.status] = (summary[p.status].as_u64().unwrap_or(0) + 1).into();
-                    let (store, c, body, st) = (
-                        app.monitors.clone(),
-                        check.clone(),
-                        p.body.clone(),
-                        p.status,
-                    );
-                    let s = seq;
-                    let kept =
-                        tokio::task::spawn_blocking(move || store.add_page(&c, s, st, &body)).await;
-                    if !matches!(kept, Ok(Ok(()))) {
-                        tracing::warn!(check = %check, url = %p.url, "a monitor page could not be kept");
-                    }
-                    if let Some(h) = &hook {
-                        let extra = json!({"monitorId": m.id, "checkId": check});
-                        let id = format!("{check}.page.{seq}");
-                        if let Err(e) = app.outbox.enqueue_as(
-                            &id,
-                            h,
-                            "monitor.page",
-                            &m.id,
-                            json!([p.body]),
-                            extra,
-                        ) {
-                            tracing::warn!(error = %format!("{e:#}"), "a monitor event could not be kept");
-                        }
-                    }
-                    seq += 1;
+                }
+                // Kept and queued for the webhook in one go, off the async threads.
+                let (a, c, mid, h, first) =
+                    (app.clone(), check.clone(), m.id.clone(), hook.clone(), seq);
+                seq += pages.len();
+                let kept = tokio::task::spawn_blocking(move || {
+                    keep_pages(&a, &c, &mid, h.as_ref(), first, pages)
+                })
+                .await;
+                if !matches!(kept, Ok(Ok(()))) {
+                    tracing::warn!(check = %check, "a monitor check's pages could not all be kept");
                 }
             }
             Err(e) => {
@@ -399,15 +412,17 @@ pub async fn run(app: Arc<App>, m: MonitorRow, check: String) {
     if !matches!(done, Ok(Ok(()))) {
         tracing::warn!(check = %check, "a monitor check's end could not be kept");
     }
-    if let Some(h) = &hook {
+    if let Some(h) = hook {
         let extra =
             json!({"monitorId": m.id, "checkId": check, "status": status, "summary": summary});
-        let id = format!("{check}.completed");
-        if let Err(e) =
+        let (app, id, mid) = (app.clone(), format!("{check}.completed"), m.id.clone());
+        let queued = tokio::task::spawn_blocking(move || {
             app.outbox
-                .enqueue_as(&id, h, "monitor.check.completed", &m.id, json!([]), extra)
-        {
-            tracing::warn!(error = %format!("{e:#}"), "a monitor event could not be kept");
+                .enqueue_as(&id, &h, "monitor.check.completed", &mid, json!([]), extra)
+        })
+        .await;
+        if !matches!(queued, Ok(Ok(_))) {
+            tracing::warn!(check = %check, "a monitor event could not be kept");
         }
     }
 }

@@ -120,14 +120,29 @@ fn targets(v: &Value, allow_private: bool) -> Result<Vec<Value>, ApiError> {
     Ok(out)
 }
 
-/// The spec's schedule, checked, written back in its normalised form (`cron`).
-fn schedule_of(v: &Value) -> Result<(Schedule, Value), ApiError> {
+/// Monitors one key may have.
+const MAX_MONITORS: usize = 100;
+
+/// The spec's schedule, checked (runs at least `min_gap_s` apart), written back in its
+/// normalised form (`cron`).
+fn schedule_of(v: &Value, min_gap_s: u64) -> Result<(Schedule, Value), ApiError> {
     let s = Schedule::parse(
         v["cron"].as_str(),
         v["text"].as_str(),
         v["timezone"].as_str(),
     )
     .map_err(|e| bad(format!("schedule: {e}")))?;
+    let now = chrono::Utc::now();
+    if let Some(a) = s.next_after(now)
+        && let Some(b) = s.next_after(a)
+        && (b - a).num_seconds() < min_gap_s as i64
+    {
+        return Err(bad(format!(
+            "schedule: {} runs every {} s; this server runs a monitor at most every {min_gap_s} s",
+            s.cron,
+            (b - a).num_seconds()
+        )));
+    }
     let mut out = json!({"cron": s.cron, "timezone": "UTC"});
     if let Some(t) = v["text"].as_str() {
         out["text"] = t.into();
@@ -140,8 +155,9 @@ fn schedule_of(v: &Value) -> Result<(Schedule, Value), ApiError> {
 fn apply(
     spec: &mut Map<String, Value>,
     body: &Map<String, Value>,
-    allow_private: bool,
+    app: &App,
 ) -> Result<Option<Schedule>, ApiError> {
+    let allow_private = app.args.settings.crawl.allow_private;
     let mut sched = None;
     for (k, v) in body {
         match k.as_str() {
@@ -153,7 +169,7 @@ fn apply(
                 spec.insert("name".into(), n.into());
             }
             "schedule" => {
-                let (s, norm) = schedule_of(v)?;
+                let (s, norm) = schedule_of(v, app.args.monitor_min_interval_s)?;
                 sched = Some(s);
                 spec.insert("schedule".into(), norm);
             }
@@ -237,8 +253,8 @@ fn owned(app: &App, id: &str, owner: &str) -> Result<MonitorRow, ApiError> {
     }
 }
 
-/// Starts a check of `m` (`manual` or `scheduled`); a check still running makes this one
-/// `skipped_overlap`.
+/// Starts a check of `m` (`manual` or `scheduled`): `skipped_overlap` when one still runs,
+/// `skipped_no_credits` when the key's month is spent. Blocking (the database).
 pub fn start_check(
     app: &Arc<App>,
     m: &MonitorRow,
@@ -246,28 +262,50 @@ pub fn start_check(
     scheduled_for: Option<String>,
 ) -> anyhow::Result<CheckRow> {
     let now = chrono::Utc::now().to_rfc3339();
-    let busy = m
-        .current_check
-        .as_ref()
-        .and_then(|c| app.monitors.check(c).ok().flatten())
-        .is_some_and(|c| c.status == "running");
-    let row = CheckRow {
+    let broke = app.usage.check(&m.owner).is_err();
+    let mut row = CheckRow {
         id: uuid::Uuid::new_v4().to_string(),
         monitor: m.id.clone(),
-        status: if busy { "skipped_overlap" } else { "running" }.into(),
+        status: if broke {
+            "skipped_no_credits"
+        } else {
+            "running"
+        }
+        .into(),
         trigger: trigger.into(),
         scheduled_for,
-        started_at: (!busy).then(|| now.clone()),
-        finished_at: busy.then(|| now.clone()),
+        started_at: Some(now.clone()),
+        finished_at: broke.then(|| now.clone()),
         summary: json!({"totalPages": 0, "same": 0, "changed": 0, "new": 0, "removed": 0, "error": 0}),
         targets: None,
         error: None,
         created_at: now.clone(),
         updated_at: now,
     };
-    app.monitors.insert_check(&row)?;
-    if !busy {
-        tokio::spawn(check::run(app.clone(), m.clone(), row.id.clone()));
+    app.monitors.insert_check(&mut row)?;
+    if row.status == "running" {
+        let (app, m, id) = (app.clone(), m.clone(), row.id.clone());
+        tokio::spawn(async move {
+            // A check that panics is ended as failed: its monitor is not left busy.
+            let inner = tokio::spawn(check::run(app.clone(), m.clone(), id.clone()));
+            if let Err(e) = inner.await
+                && e.is_panic()
+            {
+                tracing::error!(check = %id, "a monitor check panicked");
+                let sum = json!({});
+                let _ = tokio::task::spawn_blocking(move || {
+                    app.monitors.finish_check(
+                        &id,
+                        &m.id,
+                        "failed",
+                        &sum,
+                        &json!([]),
+                        Some("the check panicked"),
+                    )
+                })
+                .await;
+            }
+        });
     }
     Ok(row)
 }
@@ -305,7 +343,11 @@ fn tick(app: &Arc<App>) -> anyhow::Result<Option<i64>> {
             .as_str()
             .and_then(|c| c.parse::<Schedule>().ok());
         let next = sched.and_then(|s| s.next_after(now)).map(ms);
-        app.monitors.set_next(&m.id, next)?;
+        // The run is this tick's only if the due time is still the one read.
+        let Some(due) = m.next_run_at else { continue };
+        if !app.monitors.claim_due(&m.id, due, next)? {
+            continue;
+        }
         // The blocking pool runs inside the runtime: the check's task can start from here.
         start_check(
             app,
@@ -368,8 +410,8 @@ pub(crate) async fn create(
         }
     }
     let mut spec = Map::new();
-    let sched = apply(&mut spec, &body, app.args.settings.crawl.allow_private)?
-        .ok_or_else(|| bad("a monitor needs its schedule"))?;
+    let sched =
+        apply(&mut spec, &body, &app)?.ok_or_else(|| bad("a monitor needs its schedule"))?;
     spec.entry("retentionDays")
         .or_insert(DEFAULT_RETENTION_DAYS.into());
     let now = chrono::Utc::now();
@@ -385,6 +427,11 @@ pub(crate) async fn create(
         updated_at: now.to_rfc3339(),
     };
     blocking(app, move |app| {
+        if app.monitors.all_of(&m.owner)?.len() >= MAX_MONITORS {
+            return Err(super::rate_limited(format!(
+                "a key has at most {MAX_MONITORS} monitors: delete one first"
+            )));
+        }
         app.monitors.insert(&m)?;
         app.monitor_wake.notify_one();
         Ok(json!({"success": true, "data": monitor_json(app, &m)}))
@@ -430,7 +477,7 @@ pub(crate) async fn update(
     blocking(app, move |app| {
         let mut m = owned(app, &id, &owner)?;
         let mut spec = m.spec.as_object().cloned().unwrap_or_default();
-        let sched = apply(&mut spec, &body, app.args.settings.crawl.allow_private)?;
+        let sched = apply(&mut spec, &body, app)?;
         if let Some(s) = body.get("status") {
             m.status = match s.as_str() {
                 Some(s @ ("active" | "paused")) => s.to_string(),
@@ -439,7 +486,8 @@ pub(crate) async fn update(
         }
         m.spec = Value::Object(spec);
         let now = chrono::Utc::now();
-        if sched.is_some() || body.contains_key("status") {
+        let reschedule = sched.is_some() || body.contains_key("status");
+        if reschedule {
             let s = sched.or_else(|| {
                 m.spec["schedule"]["cron"]
                     .as_str()
@@ -449,7 +497,7 @@ pub(crate) async fn update(
                 .then(|| s.and_then(|s| s.next_after(now)).map(ms))
                 .flatten();
         }
-        app.monitors.update(&m)?;
+        app.monitors.update(&m, reschedule)?;
         app.monitor_wake.notify_one();
         let m = owned(app, &id, &owner)?;
         Ok(json!({"success": true, "data": monitor_json(app, &m)}))
@@ -475,15 +523,13 @@ pub(crate) async fn run(
     axum::Extension(Owner(owner)): axum::Extension<Owner>,
     Path(id): Path<String>,
 ) -> Answer {
-    app.usage.check(&owner)?;
-    let a = app.clone();
-    let m = tokio::task::spawn_blocking(move || owned(&a, &id, &owner))
-        .await
-        .map_err(ApiError::internal)??;
-    let row = start_check(&app, &m, "manual", None)?;
-    Ok(axum::Json(
-        json!({"success": true, "data": check_json(&row)}),
-    ))
+    blocking(app, move |app| {
+        app.usage.check(&owner)?;
+        let m = owned(app, &id, &owner)?;
+        let row = start_check(app, &m, "manual", None)?;
+        Ok(json!({"success": true, "data": check_json(&row)}))
+    })
+    .await
 }
 
 pub(crate) async fn checks(

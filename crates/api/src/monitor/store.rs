@@ -141,14 +141,17 @@ impl Store {
         })
     }
 
-    /// Writes the monitor's spec, status and next run.
-    pub fn update(&self, m: &MonitorRow) -> anyhow::Result<()> {
+    /// Writes the monitor's spec and status, and its next run when `reschedule` (else the
+    /// scheduler's own value stays: an edit of the name must not bring back a run that
+    /// was taken meanwhile).
+    pub fn update(&self, m: &MonitorRow, reschedule: bool) -> anyhow::Result<()> {
         let spec = serde_json::to_string(&m.spec)?;
         self.db.with(|c| {
             c.execute(
-                "UPDATE monitors SET spec = ?2, status = ?3, next_run_at = ?4, updated_at = ?5
+                "UPDATE monitors SET spec = ?2, status = ?3, updated_at = ?5,
+                 next_run_at = CASE WHEN ?6 THEN ?4 ELSE next_run_at END
                  WHERE id = ?1",
-                params![m.id, spec, m.status, m.next_run_at, now()],
+                params![m.id, spec, m.status, m.next_run_at, now(), reschedule],
             )
             .map(|_| ())
         })
@@ -221,26 +224,40 @@ impl Store {
         })
     }
 
-    /// Moves a monitor's next run (the scheduler's claim of the run that was due).
-    pub fn set_next(&self, id: &str, next_ms: Option<i64>) -> anyhow::Result<()> {
+    /// Moves a monitor's next run from `due` to `next`: the scheduler's claim of the run
+    /// that was due; false when something else moved it first.
+    pub fn claim_due(&self, id: &str, due: i64, next_ms: Option<i64>) -> anyhow::Result<bool> {
         self.db.with(|c| {
             c.execute(
-                "UPDATE monitors SET next_run_at = ?2 WHERE id = ?1",
-                params![id, next_ms],
+                "UPDATE monitors SET next_run_at = ?3 WHERE id = ?1 AND next_run_at = ?2",
+                params![id, due, next_ms],
             )
-            .map(|_| ())
+            .map(|n| n > 0)
         })
     }
 
-    /// Records a check of the monitor; when `running`, the monitor's current one.
-    pub fn insert_check(&self, k: &CheckRow) -> anyhow::Result<()> {
-        let summary = serde_json::to_string(&k.summary)?;
+    /// Records a check of the monitor. A `running` one first claims the monitor, in the
+    /// same transaction: when another check still runs, this one is `skipped_overlap`.
+    pub fn insert_check(&self, k: &mut CheckRow) -> anyhow::Result<()> {
         let targets = k.targets.as_ref().map(serde_json::to_string).transpose()?;
-        self.db.with(|c| {
+        let summary = serde_json::to_string(&k.summary)?;
+        self.db.with_tx(|c| {
+            if k.status == "running" {
+                let claimed = c.execute(
+                    "UPDATE monitors SET current_check = ?2, last_run_at = ?3 WHERE id = ?1
+                     AND (current_check IS NULL OR current_check NOT IN
+                          (SELECT id FROM monitor_checks WHERE status IN ('running', 'queued')))",
+                    params![k.monitor, k.id, k.started_at],
+                )?;
+                if claimed == 0 {
+                    k.status = "skipped_overlap".into();
+                    k.finished_at = k.started_at.take();
+                }
+            }
             c.execute(
                 &format!(
                     "INSERT INTO monitor_checks ({CHECK_COLS})
-                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
                 ),
                 params![
                     k.id,
@@ -257,12 +274,6 @@ impl Store {
                     k.updated_at
                 ],
             )?;
-            if k.status == "running" {
-                c.execute(
-                    "UPDATE monitors SET current_check = ?2, last_run_at = ?3 WHERE id = ?1",
-                    params![k.monitor, k.id, k.started_at],
-                )?;
-            }
             Ok(())
         })
     }
