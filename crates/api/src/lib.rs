@@ -18,6 +18,7 @@ mod lines;
 pub mod llm;
 pub mod map;
 pub mod mcp;
+pub use mcp::{mcp_http, mcp_http_until_stopped, mcp_stdio};
 mod metrics;
 pub mod monitor;
 pub mod on_cluster;
@@ -215,53 +216,6 @@ async fn finish(app: &Arc<App>) {
     let _ = app.lock.unlock();
 }
 
-/// `trawl mcp`: the tools over stdin and stdout until the client goes.
-pub async fn mcp_stdio(args: ServeConfig) -> anyhow::Result<()> {
-    let (app, trigger) = start(args)?;
-    let served = mcp::serve_stdio(app.clone()).await;
-    trigger.trigger();
-    finish(&app).await;
-    served
-}
-
-/// `trawl mcp --http`: the tools over streamable HTTP at `/mcp` on `listener`, the API
-/// beside them, until `stop` resolves.
-pub async fn mcp_http(
-    listener: tokio::net::TcpListener,
-    args: ServeConfig,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    // The tools act for no key: a server with keys would be open through them.
-    anyhow::ensure!(
-        args.api_keys.is_empty(),
-        "trawl mcp --http takes no API keys: its tools answer anyone who reaches it (keep it \
-         on loopback, as it is by default)"
-    );
-    let (app, trigger) = start(args)?;
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let service = mcp::http_service(app.clone(), cancel.child_token());
-    // The API beside the tools, as `trawl serve` gives it.
-    let routes = router(app.clone()).nest_service("/mcp", service);
-    tracing::info!(addr = %listener.local_addr()?, "trawl mcp listening at /mcp");
-    axum::serve(listener, routes)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            cancel.cancel();
-            trigger.trigger();
-        })
-        .await?;
-    finish(&app).await;
-    Ok(())
-}
-
-/// `trawl mcp --http` on its address until Ctrl-C or SIGTERM.
-pub async fn mcp_http_until_stopped(args: ServeConfig) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    mcp_http(listener, args, stop_signal()).await
-}
-
 async fn stop_signal() {
     #[cfg(unix)]
     {
@@ -383,12 +337,12 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v2/batch/scrape/{id}/errors", get(job_errors))
         .route("/v2/extract", post(extract_start))
         .route("/v2/extract/{id}", get(extract_status))
-        .route("/v2/search", post(search_route))
+        .route("/v2/search", post(search::route))
         .route("/v2/parse", post(parse::parse))
-        .route("/v2/team/credit-usage", get(credit_usage))
-        .route("/v2/team/credit-usage/historical", get(credit_history))
-        .route("/v2/team/queue-status", get(queue_status))
-        .route("/v2/concurrency-check", get(concurrency_check))
+        .route("/v2/team/credit-usage", get(team::credit_usage_route))
+        .route("/v2/team/credit-usage/historical", get(team::history_route))
+        .route("/v2/team/queue-status", get(team::queue_status_route))
+        .route("/v2/concurrency-check", get(team::concurrency_route))
         .route("/v2/monitor", post(monitor::create).get(monitor::list))
         .route(
             "/v2/monitor/{id}",
@@ -813,57 +767,4 @@ async fn crawl_active(
     Ok(axum::Json(
         json!({"success": true, "crawls": app.jobs.active_crawls(&owner)?}),
     ))
-}
-
-async fn search_route(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Answer {
-    app.usage.allow(&owner).await?;
-    let _slot = app.slot(&owner)?;
-    let origin = job_url(&headers, "");
-    Ok(axum::Json(
-        search::search(&app, &owner, &body, &origin).await?,
-    ))
-}
-
-/// A team figure read off the async threads.
-async fn team_figure(
-    app: Arc<App>,
-    owner: String,
-    f: fn(&Arc<App>, &str) -> Result<Value, ApiError>,
-) -> Answer {
-    tokio::task::spawn_blocking(move || f(&app, &owner).map(axum::Json))
-        .await
-        .map_err(ApiError::internal)?
-}
-
-async fn credit_usage(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-) -> Answer {
-    team_figure(app, owner, |app, o| app.usage.credit_usage(o)).await
-}
-
-async fn credit_history(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-) -> Answer {
-    team_figure(app, owner, |app, o| app.usage.history(o)).await
-}
-
-async fn queue_status(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-) -> Answer {
-    team_figure(app, owner, team::queue_status).await
-}
-
-async fn concurrency_check(
-    State(app): State<Arc<App>>,
-    axum::Extension(Owner(owner)): axum::Extension<Owner>,
-) -> Answer {
-    team_figure(app, owner, team::concurrency).await
 }

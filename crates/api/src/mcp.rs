@@ -18,7 +18,11 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
-use super::App;
+use anyhow::Context;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::{App, ServeConfig};
 
 /// Markdown characters a tool answers at most by default, and at most when asked.
 const DEFAULT_CHARS: usize = 20_000;
@@ -169,6 +173,22 @@ fn num(args: &JsonObject, k: &str) -> Option<usize> {
     args.get(k).and_then(Value::as_u64).map(|n| n as usize)
 }
 
+/// The request body made of the arguments named `keys` that were given.
+fn pick(args: &JsonObject, keys: &[&str]) -> Value {
+    Value::Object(
+        keys.iter()
+            .filter_map(|k| args.get(*k).map(|v| (k.to_string(), v.clone())))
+            .collect(),
+    )
+}
+
+/// The `id` argument, a job's id (it goes into a path: nothing else passes).
+fn job_id(args: &JsonObject) -> Result<String, String> {
+    let id = text(args, "id")?;
+    uuid::Uuid::parse_str(&id).map_err(|_| format!("{id:?} is not a job id"))?;
+    Ok(id)
+}
+
 fn text(args: &JsonObject, k: &str) -> Result<String, String> {
     args.get(k)
         .and_then(Value::as_str)
@@ -235,133 +255,39 @@ impl Mcp {
 
     async fn run(&self, name: &str, args: &JsonObject) -> Result<Value, String> {
         match name {
-            "scrape" => {
-                let mut body = json!({"url": text(args, "url")?});
-                for k in ["formats", "onlyMainContent", "maxAge"] {
-                    if let Some(v) = args.get(k) {
-                        body[k] = v.clone();
-                    }
-                }
-                let v = self.call(Method::POST, "/v2/scrape", Some(body)).await?;
-                let mut doc = v["data"].clone();
-                let md = doc["markdown"].as_str().unwrap_or_default().to_string();
-                let max = num(args, "maxChars")
-                    .unwrap_or(DEFAULT_CHARS)
-                    .clamp(1, MAX_CHARS);
-                let (part, next) = window(&md, num(args, "offset").unwrap_or(0), max);
-                doc["markdown"] = part.into();
-                doc["totalChars"] = md.chars().count().into();
-                doc["nextOffset"] = next.map_or(Value::Null, Value::from);
-                Ok(doc)
+            "scrape" => self.scrape(args).await,
+            "map" => self.map(args).await,
+            "crawl" => {
+                text(args, "url")?;
+                let body = pick(
+                    args,
+                    &[
+                        "url",
+                        "limit",
+                        "maxDiscoveryDepth",
+                        "includePaths",
+                        "excludePaths",
+                    ],
+                );
+                self.start("/v2/crawl", body).await
             }
-            "map" => {
-                let mut body = json!({"url": text(args, "url")?});
-                for k in ["search", "limit"] {
-                    if let Some(v) = args.get(k) {
-                        body[k] = v.clone();
-                    }
-                }
-                let v = self.call(Method::POST, "/v2/map", Some(body)).await?;
-                let links = v["links"].as_array().cloned().unwrap_or_default();
-                let skip = num(args, "skip").unwrap_or(0);
-                let shown: Vec<Value> = links
-                    .iter()
-                    .skip(skip)
-                    .take(500)
-                    .map(|l| l["url"].clone())
-                    .collect();
-                let next = (skip + shown.len() < links.len()).then_some(skip + shown.len());
-                Ok(json!({"total": links.len(), "links": shown, "nextSkip": next}))
-            }
-            "crawl" | "batch_scrape" => {
-                let (path, body) = if name == "crawl" {
-                    let mut b = json!({"url": text(args, "url")?});
-                    for k in ["limit", "maxDiscoveryDepth", "includePaths", "excludePaths"] {
-                        if let Some(v) = args.get(k) {
-                            b[k] = v.clone();
-                        }
-                    }
-                    ("/v2/crawl", b)
-                } else {
-                    (
-                        "/v2/batch/scrape",
-                        json!({"urls": args.get("urls").cloned().unwrap_or(Value::Null)}),
-                    )
-                };
-                let v = self.call(Method::POST, path, Some(body)).await?;
-                Ok(json!({"id": v["id"], "invalidURLs": v.get("invalidURLs")}))
-            }
-            "crawl_status" | "batch_status" => {
-                let id = text(args, "id")?;
-                if uuid::Uuid::parse_str(&id).is_err() {
-                    return Err(format!("{id:?} is not a job id"));
-                }
-                let skip = num(args, "skip").unwrap_or(0);
-                let limit = num(args, "limit").unwrap_or(DEFAULT_DOCS).clamp(1, 100);
-                let kind = if name == "crawl_status" {
-                    "crawl"
-                } else {
-                    "batch/scrape"
-                };
-                let v = self
-                    .call(
-                        Method::GET,
-                        &format!("/v2/{kind}/{id}?skip={skip}&limit={limit}"),
-                        None,
-                    )
-                    .await?;
-                let docs: Vec<Value> = v["data"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|d| {
-                        let md = d["markdown"].as_str().unwrap_or_default();
-                        let (part, more) = window(md, 0, DOC_CHARS);
-                        json!({"url": d["metadata"]["sourceURL"], "title": d["metadata"]["title"],
-                               "statusCode": d["metadata"]["statusCode"], "markdown": part,
-                               "truncated": more.is_some()})
-                    })
-                    .collect();
-                let shown = docs.len();
-                let pages = self
-                    .app
-                    .args
-                    .data
-                    .join("jobs")
-                    .join(&id)
-                    .join("pages.jsonl");
-                Ok(json!({
-                    "status": v["status"], "completed": v["completed"], "total": v["total"],
-                    "documents": docs,
-                    "nextSkip": v.get("next").filter(|n| !n.is_null()).map(|_| skip + shown),
-                    "pagesFile": pages.display().to_string(),
-                    "error": v.get("error"),
-                }))
-            }
+            "batch_scrape" => self.start("/v2/batch/scrape", pick(args, &["urls"])).await,
+            "crawl_status" => self.job_status("crawl", args).await,
+            "batch_status" => self.job_status("batch/scrape", args).await,
             "search" => {
-                let mut body = json!({"query": text(args, "query")?});
-                if let Some(l) = args.get("limit") {
-                    body["limit"] = l.clone();
-                }
+                text(args, "query")?;
+                let body = pick(args, &["query", "limit"]);
                 let v = self.call(Method::POST, "/v2/search", Some(body)).await?;
                 Ok(json!({"results": v["data"]["web"], "warning": v.get("warning")}))
             }
             "changes" => self.changes(args).await,
             "extract" => {
-                let mut body = json!({"urls": args.get("urls").cloned().unwrap_or(Value::Null)});
-                for k in ["prompt", "schema"] {
-                    if let Some(v) = args.get(k) {
-                        body[k] = v.clone();
-                    }
-                }
+                let body = pick(args, &["urls", "prompt", "schema"]);
                 let v = self.call(Method::POST, "/v2/extract", Some(body)).await?;
                 Ok(json!({"id": v["id"]}))
             }
             "extract_status" => {
-                let id = text(args, "id")?;
-                if uuid::Uuid::parse_str(&id).is_err() {
-                    return Err(format!("{id:?} is not a job id"));
-                }
+                let id = job_id(args)?;
                 let v = self
                     .call(Method::GET, &format!("/v2/extract/{id}"), None)
                     .await?;
@@ -369,6 +295,87 @@ impl Mcp {
             }
             other => Err(format!("no tool {other:?}")),
         }
+    }
+
+    /// The page's document, its Markdown cut to the part asked for.
+    async fn scrape(&self, args: &JsonObject) -> Result<Value, String> {
+        text(args, "url")?;
+        let body = pick(args, &["url", "formats", "onlyMainContent", "maxAge"]);
+        let v = self.call(Method::POST, "/v2/scrape", Some(body)).await?;
+        let mut doc = v["data"].clone();
+        let md = doc["markdown"].as_str().unwrap_or_default().to_string();
+        let max = num(args, "maxChars")
+            .unwrap_or(DEFAULT_CHARS)
+            .clamp(1, MAX_CHARS);
+        let (part, next) = window(&md, num(args, "offset").unwrap_or(0), max);
+        doc["markdown"] = part.into();
+        doc["totalChars"] = md.chars().count().into();
+        doc["nextOffset"] = next.map_or(Value::Null, Value::from);
+        Ok(doc)
+    }
+
+    /// The site's URLs, 500 a call.
+    async fn map(&self, args: &JsonObject) -> Result<Value, String> {
+        text(args, "url")?;
+        let v = self
+            .call(
+                Method::POST,
+                "/v2/map",
+                Some(pick(args, &["url", "search", "limit"])),
+            )
+            .await?;
+        let links = v["links"].as_array().cloned().unwrap_or_default();
+        let skip = num(args, "skip").unwrap_or(0);
+        let shown: Vec<Value> = links
+            .iter()
+            .skip(skip)
+            .take(500)
+            .map(|l| l["url"].clone())
+            .collect();
+        let next = (skip + shown.len() < links.len()).then_some(skip + shown.len());
+        Ok(json!({"total": links.len(), "links": shown, "nextSkip": next}))
+    }
+
+    /// A crawl or batch started: its id.
+    async fn start(&self, path: &str, body: Value) -> Result<Value, String> {
+        let v = self.call(Method::POST, path, Some(body)).await?;
+        Ok(json!({"id": v["id"], "invalidURLs": v.get("invalidURLs")}))
+    }
+
+    /// A job's counts and a page of its documents (`kind`: `crawl` or `batch/scrape`).
+    async fn job_status(&self, kind: &str, args: &JsonObject) -> Result<Value, String> {
+        let id = job_id(args)?;
+        let skip = num(args, "skip").unwrap_or(0);
+        let limit = num(args, "limit").unwrap_or(DEFAULT_DOCS).clamp(1, 100);
+        let path = format!("/v2/{kind}/{id}?skip={skip}&limit={limit}");
+        let v = self.call(Method::GET, &path, None).await?;
+        let docs: Vec<Value> = v["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                let md = d["markdown"].as_str().unwrap_or_default();
+                let (part, more) = window(md, 0, DOC_CHARS);
+                json!({"url": d["metadata"]["sourceURL"], "title": d["metadata"]["title"],
+                       "statusCode": d["metadata"]["statusCode"], "markdown": part,
+                       "truncated": more.is_some()})
+            })
+            .collect();
+        let shown = docs.len();
+        let pages = self
+            .app
+            .args
+            .data
+            .join("jobs")
+            .join(&id)
+            .join("pages.jsonl");
+        Ok(json!({
+            "status": v["status"], "completed": v["completed"], "total": v["total"],
+            "documents": docs,
+            "nextSkip": v.get("next").filter(|n| !n.is_null()).map(|_| skip + shown),
+            "pagesFile": pages.display().to_string(),
+            "error": v.get("error"),
+        }))
     }
 
     /// A monitor check's pages that are not `same`, or a re-crawl's change events.
@@ -453,18 +460,11 @@ fn change_events(dir: &std::path::Path, skip: usize, limit: usize) -> Result<Val
     use std::io::BufRead;
     let mut file = dir.join("changes.jsonl");
     if !file.is_file() {
-        let mut rounds: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("gen-"))
-            })
-            .collect();
-        rounds.sort();
+        // A watch directory: its newest round's.
+        let rounds = trawl_runtime::watch::generations(dir).map_err(|e| format!("{e:#}"))?;
         file = rounds
             .last()
-            .map(|r| r.join("changes.jsonl"))
+            .map(|(_, r)| r.join("changes.jsonl"))
             .filter(|f| f.is_file())
             .ok_or_else(|| {
                 format!(
@@ -538,31 +538,65 @@ impl ServerHandler for Mcp {
     }
 }
 
-/// Serves the tools on stdin and stdout until the client goes.
-pub async fn serve_stdio(app: Arc<App>) -> anyhow::Result<()> {
+/// `trawl mcp`: the tools over stdin and stdout until the client goes.
+pub async fn mcp_stdio(args: ServeConfig) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
-    let running = Mcp::new(app, true)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
-    running.waiting().await?;
+    let (app, trigger) = super::start(args)?;
+    let served = async {
+        let running = Mcp::new(app.clone(), true)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+        running.waiting().await?;
+        anyhow::Ok(())
+    }
+    .await;
+    trigger.trigger();
+    super::finish(&app).await;
+    served
+}
+
+/// `trawl mcp --http`: the tools over streamable HTTP at `/mcp` on `listener`, the API
+/// beside them, until `stop` resolves.
+pub async fn mcp_http(
+    listener: tokio::net::TcpListener,
+    args: ServeConfig,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    // The tools act for no key: a server with keys would be open through them.
+    anyhow::ensure!(
+        args.api_keys.is_empty(),
+        "trawl mcp --http takes no API keys: its tools answer anyone who reaches it (keep it \
+         on loopback, as it is by default)"
+    );
+    let (app, trigger) = super::start(args)?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let server = Mcp::new(app.clone(), false);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token()),
+    );
+    // The API beside the tools, as `trawl serve` gives it.
+    let routes = super::router(app.clone()).nest_service("/mcp", service);
+    tracing::info!(addr = %listener.local_addr()?, "trawl mcp listening at /mcp");
+    axum::serve(listener, routes)
+        .with_graceful_shutdown(async move {
+            stop.await;
+            cancel.cancel();
+            trigger.trigger();
+        })
+        .await?;
+    super::finish(&app).await;
     Ok(())
 }
 
-/// The tools as a streamable HTTP service, to mount at `/mcp`; it ends with `stop`.
-pub fn http_service(
-    app: Arc<App>,
-    stop: tokio_util::sync::CancellationToken,
-) -> rmcp::transport::StreamableHttpService<
-    Mcp,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
-    let server = Mcp::new(app, false);
-    rmcp::transport::StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(Default::default()),
-        rmcp::transport::StreamableHttpServerConfig::default().with_cancellation_token(stop),
-    )
+/// `trawl mcp --http` on its address until Ctrl-C or SIGTERM.
+pub async fn mcp_http_until_stopped(args: ServeConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    mcp_http(listener, args, super::stop_signal()).await
 }
 
 #[cfg(test)]

@@ -12,9 +12,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::App;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+
 use super::api::{self, ApiError, ScrapeOptions};
 use super::scraping;
+use super::{Answer, App, Owner};
 
 /// Chunks asked of each index per result wanted: several chunks of one page count once.
 /// `trawl search -k` with `limit` times this gives the same pages in the same order.
@@ -379,6 +383,19 @@ async fn scrape_hits(
             )),
         }
     }
+}
+
+/// `POST /v2/search`.
+pub(crate) async fn route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    app.usage.allow(&owner).await?;
+    let _slot = app.slot(&owner)?;
+    let origin = super::job_url(&headers, "");
+    Ok(axum::Json(search(&app, &owner, &body, &origin).await?))
 }
 
 #[cfg(test)]

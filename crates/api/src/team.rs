@@ -11,9 +11,11 @@ use chrono::{Datelike, TimeZone, Utc};
 use rusqlite::params;
 use serde_json::{Value, json};
 
-use super::App;
+use axum::extract::State;
+
 use super::api::ApiError;
 use super::db::Db;
+use super::{Answer, App, Owner};
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage (
@@ -207,6 +209,49 @@ pub fn concurrency(app: &Arc<App>, owner: &str) -> Result<Value, ApiError> {
         "concurrency": in_flight + crawling,
         "maxConcurrency": app.args.max_requests_per_key,
     }))
+}
+
+/// A figure of the asking key, read off the async threads.
+async fn figure(
+    app: Arc<App>,
+    owner: String,
+    f: fn(&Arc<App>, &str) -> Result<Value, ApiError>,
+) -> Answer {
+    tokio::task::spawn_blocking(move || f(&app, &owner).map(axum::Json))
+        .await
+        .map_err(ApiError::internal)?
+}
+
+/// `GET /v2/team/credit-usage`.
+pub(crate) async fn credit_usage_route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    figure(app, owner, |app, o| app.usage.credit_usage(o)).await
+}
+
+/// `GET /v2/team/credit-usage/historical`.
+pub(crate) async fn history_route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    figure(app, owner, |app, o| app.usage.history(o)).await
+}
+
+/// `GET /v2/team/queue-status`.
+pub(crate) async fn queue_status_route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    figure(app, owner, queue_status).await
+}
+
+/// `GET /v2/concurrency-check`.
+pub(crate) async fn concurrency_route(
+    State(app): State<Arc<App>>,
+    axum::Extension(Owner(owner)): axum::Extension<Owner>,
+) -> Answer {
+    figure(app, owner, concurrency).await
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs(secs))
 }
 
-fn generations(dir: &Path) -> anyhow::Result<Vec<(u64, PathBuf)>> {
+/// The rounds (`gen-NNNNN`) of a watch directory, oldest first.
+pub fn generations(dir: &Path) -> anyhow::Result<Vec<(u64, PathBuf)>> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let e = e?;
