@@ -231,6 +231,35 @@ impl Dom {
         s
     }
 
+    /// The visible text under `i`, text nodes joined by single spaces (so `<span>May
+    /// 5</span><span>2020</span>` stays two words), scripts and styles left out, cut after
+    /// about `max` bytes.
+    pub fn words(&self, i: u32, max: usize) -> String {
+        let mut s = String::new();
+        let mut j = i;
+        let end = self.subtree_end(i);
+        while j < end && s.len() < max {
+            let n = self.node(j);
+            match n.tag {
+                Tag::Script | Tag::Style | Tag::Template => {
+                    j = self.subtree_end(j);
+                    continue;
+                }
+                Tag::Text => {
+                    for w in self.text_of(j).split_whitespace() {
+                        if !s.is_empty() {
+                            s.push(' ');
+                        }
+                        s.push_str(w);
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        s
+    }
+
     pub fn is_ancestor(&self, anc: u32, mut i: u32) -> bool {
         while i != NONE {
             if i == anc {

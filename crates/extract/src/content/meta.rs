@@ -49,6 +49,28 @@ fn name_of(v: &Value) -> Option<String> {
     }
 }
 
+/// People named as authors; an organisation given as the author is the publisher, not a
+/// byline.
+fn person_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Object(o) => {
+            let org = o.get("@type").and_then(|t| t.as_str()).is_some_and(|t| {
+                t.ends_with("Organization") || t == "Corporation" || t == "WebSite"
+            });
+            if org {
+                None
+            } else {
+                o.get("name").and_then(name_of)
+            }
+        }
+        Value::Array(a) => {
+            let names: Vec<String> = a.iter().filter_map(person_of).collect();
+            (!names.is_empty()).then(|| names.join(", "))
+        }
+        other => name_of(other),
+    }
+}
+
 fn visit(v: &Value, ld: &mut JsonLd, depth: usize) {
     if depth > 8 {
         return;
@@ -75,7 +97,7 @@ fn visit(v: &Value, ld: &mut JsonLd, depth: usize) {
                     .map(String::from);
             }
             if ld.author.is_none() {
-                ld.author = o.get("author").and_then(name_of);
+                ld.author = o.get("author").and_then(person_of);
             }
             if ld.published.is_none() {
                 ld.published = s("datePublished").or_else(|| s("dateCreated"));
@@ -119,7 +141,7 @@ pub fn json_ld(dom: &Dom) -> JsonLd {
     ld
 }
 
-pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
+pub fn metadata(dom: &Dom, ld: &JsonLd, url: Option<&url::Url>) -> Metadata {
     let mut m = Metadata::default();
     let mut metas: Vec<(String, &str)> = Vec::new();
     let mut title_tag = None;
@@ -147,12 +169,6 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
             Tag::Html if m.page.language.is_none() => {
                 m.page.language = dom.attr(i, "lang").and_then(clean)
             }
-            Tag::Time
-                if m.page.published.is_none()
-                    && dom.attr(i, "itemprop") == Some("datePublished") =>
-            {
-                m.page.published = dom.attr(i, "datetime").and_then(clean);
-            }
             _ => {}
         }
     }
@@ -167,32 +183,75 @@ pub fn metadata(dom: &Dom, ld: &JsonLd) -> Metadata {
     m.head_title = meta(&["og:title", "twitter:title"])
         .or_else(|| ld.headline.clone())
         .or(title_tag);
-    m.title = m.head_title.clone().or(h1);
     let p = &mut m.page;
     p.description = meta(&["description", "og:description", "twitter:description"])
         .or_else(|| ld.description.clone());
-    p.author = meta(&["author", "article:author", "parsely-author", "dc.creator"])
-        .filter(|a| !a.starts_with("http"))
-        .or_else(|| ld.author.clone());
-    p.published = meta(&[
-        "article:published_time",
-        "datepublished",
-        "pubdate",
-        "publishdate",
-        "dc.date",
-        "date",
-    ])
-    .or_else(|| ld.published.clone())
-    .or(p.published.take());
-    p.modified = meta(&["article:modified_time", "og:updated_time", "datemodified"])
-        .or_else(|| ld.modified.clone());
+    p.author = super::authors::author(dom, &metas, ld);
+    let dates = super::published::dates(dom, &metas, ld, url);
+    p.published = dates.published;
+    p.modified = dates.modified;
     p.language = p
         .language
         .take()
         .or_else(|| meta(&["og:locale", "content-language", "language"]));
     p.site_name = meta(&["og:site_name", "application-name"]).or_else(|| ld.publisher.clone());
+    m.title = page_title(
+        m.head_title.as_deref(),
+        h1,
+        p.site_name.as_deref(),
+        url.and_then(|u| u.host_str()),
+    );
     p.jsonld_type = ld.types.first().cloned();
     m.generator = meta(&["generator"]);
     m.og_type = meta(&["og:type"]).map(|t| t.to_ascii_lowercase());
     m
+}
+
+/// What separates a page's title from its site's name in `<title>`.
+const TITLE_SEPARATORS: &[&str] = &[" | ", " - ", " – ", " — ", " » ", " :: ", " · ", " • "];
+
+fn letters(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The page's own title: the head's title without the site's name around it ("Title |
+/// Site", "Site - Title"), or the `<h1>` where the head's title holds it whole.
+fn page_title(
+    head: Option<&str>,
+    h1: Option<String>,
+    site: Option<&str>,
+    host: Option<&str>,
+) -> Option<String> {
+    let Some(head) = head else {
+        return h1;
+    };
+    let Some(sep) = TITLE_SEPARATORS.iter().find(|s| head.contains(**s)) else {
+        return Some(head.to_string());
+    };
+    let mut parts: Vec<&str> = head.split(sep).map(str::trim).collect();
+    if let Some(h) = &h1 {
+        let h = letters(h);
+        if !h.is_empty() && parts.iter().any(|p| letters(p) == h) {
+            return h1;
+        }
+    }
+    let site = site.map(letters).unwrap_or_default();
+    let host = host.map(|h| h.to_lowercase()).unwrap_or_default();
+    let is_site = |p: &str| {
+        let l = letters(p);
+        !l.is_empty()
+            && ((!site.is_empty() && (l == site || l.contains(&site)))
+                || (l.len() >= 4 && host.contains(&l))
+                || l.strip_prefix("www").is_some_and(|r| host.contains(r)))
+    };
+    while parts.len() > 1 && parts.last().is_some_and(|p| is_site(p)) {
+        parts.pop();
+    }
+    while parts.len() > 1 && parts.first().is_some_and(|p| is_site(p)) {
+        parts.remove(0);
+    }
+    Some(parts.join(sep))
 }

@@ -5,12 +5,15 @@
 //! ([`dom::Dom`]), weighed ([`score`]), cut down to the content ([`selection`]) and written
 //! out ([`render`]).
 
+mod authors;
+mod dates;
 mod dom;
 mod hints;
 mod html_out;
 mod links;
 mod meta;
 mod nesting;
+mod published;
 mod render;
 mod score;
 mod selection;
@@ -165,7 +168,7 @@ fn page_type(url: Option<&Url>, ld: &meta::JsonLd, m: &meta::Metadata, d: &dom::
 pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
     let d = dom::Dom::parse(cut(html));
     let ld = meta::json_ld(&d);
-    let meta = meta::metadata(&d, &ld);
+    let meta = meta::metadata(&d, &ld, url);
     let kind = page_type(url, &ld, &meta, &d);
     let sel = if opts.main_content {
         let a = score::analyse(&d, kind);
@@ -212,7 +215,7 @@ pub fn extract(html: &str, url: Option<&Url>, opts: Options) -> Content {
 pub fn explain(html: &str, url: Option<&Url>) -> String {
     let d = dom::Dom::parse(cut(html));
     let ld = meta::json_ld(&d);
-    let meta = meta::metadata(&d, &ld);
+    let meta = meta::metadata(&d, &ld, url);
     let kind = page_type(url, &ld, &meta, &d);
     let a = score::analyse(&d, kind);
     let sel = selection::select(&d, &a, meta.head_title.as_deref());
