@@ -262,3 +262,35 @@ fn service_page_built_from_widgets_keeps_its_copy() {
         &["About us", "registered in England", "Cookie settings"],
     );
 }
+
+/// A question-and-answer page (schema.org Question/Answer markup): the question and the
+/// answers are the content; the remarks under them, the authors' cards, votes and tags
+/// are not.
+#[test]
+fn qa_keeps_question_and_answers_not_comments() {
+    let c = page(
+        "qa.html",
+        "https://earth.answers.example/questions/4521/how-do-tides-work-on-small-lakes",
+    );
+    assert_eq!(c.kind, Some(PageType::Forum));
+    check(
+        &c,
+        &[
+            "never noticed the water rise and fall",
+            "Do lakes this small have tides at all",
+            "swamped by wind setup and seiches",
+            "Lake Superior",
+        ],
+        &[
+            "ruler taped to the dock post",
+            "the seiche point surprised me",
+            "48,310",
+            "5 gold badges",
+            "pondwatcher",
+        ],
+    );
+    assert_eq!(
+        c.title.as_deref(),
+        Some("How do tides work on small lakes?")
+    );
+}

@@ -217,6 +217,7 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
     };
     let mut in_code = vec![false; n];
     let forum = a.forum;
+    let qa = forum && is_qa(dom);
     for i in 0..n {
         let node = &dom.nodes[i];
         let p = node.parent;
@@ -250,7 +251,11 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
                 m.hidden[i] = true;
             } else if !in_code[i] {
                 // Class names inside code are syntax highlighting (`token comment`).
-                m.hint[i] = element_hint(node, forum);
+                m.hint[i] = if qa && qa_chrome(dom, i as u32) {
+                    Hint::Strong
+                } else {
+                    element_hint(node, forum)
+                };
             }
         }
     }
@@ -261,6 +266,35 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
         }
     }
     m
+}
+
+/// A question-and-answer page (schema.org `Question` / `Answer` markup): its content is
+/// the question and the answers, not the remarks under them.
+fn is_qa(dom: &Dom) -> bool {
+    (0..dom.nodes.len() as u32).any(|i| {
+        dom.attr(i, "itemtype")
+            .is_some_and(|t| t.ends_with("/Question") || t.ends_with("/Answer"))
+    })
+}
+
+/// On Q&A pages, what surrounds each post: comments under it, the author's card (name,
+/// reputation, badges), votes, tags and the post's menu.
+fn qa_chrome(dom: &Dom, i: u32) -> bool {
+    const MARKS: &[&str] = &[
+        "post-signature",
+        "user-info",
+        "user-details",
+        "user-card",
+        "votecell",
+        "vote-count",
+        "voting-container",
+        "post-taglist",
+        "post-menu",
+    ];
+    let hint = &*dom.node(i).hint;
+    dom.attr(i, "itemtype")
+        .is_some_and(|t| t.ends_with("/Comment"))
+        || (!hint.is_empty() && MARKS.iter().any(|k| hint.contains(k)))
 }
 
 /// On links only the strong words count: there "header" styles the link (mdBook's

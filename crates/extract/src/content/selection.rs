@@ -128,11 +128,17 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
             dropped[b as usize] = true;
         }
     }
+    // After the text, a list item that is a link (a list of teasers for other stories) is
+    // the frame too, however long its title.
+    let link = |b: u32| {
+        let own = a.own_chars[b as usize] as f32;
+        dom.node(b).tag == Tag::Li && own > 0.0 && a.own_link_chars[b as usize] as f32 / own > 0.8
+    };
     for &b in blocks.iter().rev() {
         if own_good(b) {
             break;
         }
-        if words(text_of(b)) < 12 {
+        if words(text_of(b)) < 12 || link(b) {
             dropped[b as usize] = true;
         }
     }
@@ -206,6 +212,10 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
         && a.content_weight[best as usize] < share * a.chars[0] as f32;
     let best = if listing {
         covering(dom, a)
+    } else if a.forum {
+        // A thread's posts are all content, and each may declare its body the main box:
+        // descending into one would drop the others.
+        best
     } else {
         descend(dom, a, best)
     };
