@@ -236,16 +236,13 @@ fn clean(raw: &str, strict: bool) -> Option<String> {
     let mut t = s
         .trim()
         .trim_matches(|c: char| !c.is_alphanumeric() && c != '.');
-    loop {
-        let Some(p) = PREFIXES.iter().find(|p| {
-            t.get(..p.len()).is_some_and(|h| h.to_lowercase() == **p)
-                && t[p.len()..]
-                    .chars()
-                    .next()
-                    .is_some_and(|c| !c.is_alphanumeric())
-        }) else {
-            break;
-        };
+    while let Some(p) = PREFIXES.iter().find(|p| {
+        t.get(..p.len()).is_some_and(|h| h.to_lowercase() == **p)
+            && t[p.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| !c.is_alphanumeric())
+    }) {
         t = t[p.len()..].trim_start_matches(|c: char| !c.is_alphanumeric());
     }
     let t = t

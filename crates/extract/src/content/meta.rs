@@ -232,12 +232,6 @@ fn page_title(
         return Some(head.to_string());
     };
     let mut parts: Vec<&str> = head.split(sep).map(str::trim).collect();
-    if let Some(h) = &h1 {
-        let h = letters(h);
-        if !h.is_empty() && parts.iter().any(|p| letters(p) == h) {
-            return h1;
-        }
-    }
     let site = site.map(letters).unwrap_or_default();
     let host = host.map(|h| h.to_lowercase()).unwrap_or_default();
     let is_site = |p: &str| {
@@ -247,6 +241,18 @@ fn page_title(
                 || (l.len() >= 4 && host.contains(&l))
                 || l.strip_prefix("www").is_some_and(|r| host.contains(r)))
     };
+    // The `<h1>` names the page where it is one of the parts, but not where it is the last
+    // part, which is where a site's name goes (a book's title as the `<h1>` of its menu
+    // bar), unless the first part is the site's.
+    if let Some(h) = &h1 {
+        let h = letters(h);
+        let at = parts.iter().position(|p| letters(p) == h);
+        if !h.is_empty()
+            && at.is_some_and(|k| k + 1 < parts.len() || parts.first().is_some_and(|p| is_site(p)))
+        {
+            return h1;
+        }
+    }
     while parts.len() > 1 && parts.last().is_some_and(|p| is_site(p)) {
         parts.pop();
     }
@@ -254,4 +260,62 @@ fn page_title(
         parts.remove(0);
     }
     Some(parts.join(sep))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_title;
+
+    fn t(head: &str, h1: Option<&str>, site: Option<&str>, host: &str) -> Option<String> {
+        page_title(Some(head), h1.map(String::from), site, Some(host))
+    }
+
+    #[test]
+    fn the_site_name_goes_the_page_title_stays() {
+        let host = "www.packhacker.com";
+        assert_eq!(
+            t("Best Speaker for 2026 | Pack Hacker", None, None, host).as_deref(),
+            Some("Best Speaker for 2026")
+        );
+        assert_eq!(
+            t(
+                "Gorilla Mats - Large Mats",
+                None,
+                Some("Gorilla Mats"),
+                "x.example"
+            )
+            .as_deref(),
+            Some("Large Mats")
+        );
+        // The h1 where it is one of the parts.
+        assert_eq!(
+            t(
+                "Wireless Mice | Shop Wireless Mice",
+                Some("Wireless Mice"),
+                None,
+                "a.example"
+            )
+            .as_deref(),
+            Some("Wireless Mice")
+        );
+        // Not a menu bar's h1 that names the book (the last part, where sites go).
+        assert_eq!(
+            t(
+                "Installation - The Rust Programming Language",
+                Some("The Rust Programming Language"),
+                None,
+                "127.0.0.1"
+            )
+            .as_deref(),
+            Some("Installation - The Rust Programming Language")
+        );
+        assert_eq!(
+            t("Plain", None, None, "a.example").as_deref(),
+            Some("Plain")
+        );
+        assert_eq!(
+            page_title(None, Some("H".into()), None, None).as_deref(),
+            Some("H")
+        );
+    }
 }
