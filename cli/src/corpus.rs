@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use trawl_core::settings::ProcessSettings;
+use trawl_core::settings::{DedupMethod, PageGate, ProcessSettings};
 use trawl_corpus::export::{ExportOptions, Format};
 use trawl_corpus::ingest::{IngestOptions, IngestReport};
 use trawl_corpus::quality::{C4, Filters, FineWeb, GopherQuality, GopherRepetition, LanguageRules};
@@ -22,14 +22,23 @@ pub struct IngestArgs {
     /// Extraction threads (default: the machine's cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// SimHash Hamming distance under which pages are near-copies (0 to 3).
+    /// The page gate, as a crawl's: `minhash` (word 5-gram MinHash-LSH) or `simhash`.
+    #[arg(long, value_name = "METHOD", default_value_t = DedupMethod::Minhash)]
+    pub dedup_method: DedupMethod,
+    /// With `--dedup-method simhash`: the Hamming distance under which pages are
+    /// near-copies (0 to 3).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3))]
     pub dedup_distance: u32,
-    /// Keep every page as its own (no SimHash gate).
+    /// The estimated word 5-gram Jaccard similarity at which pages are near-copies (the
+    /// MinHash gate's).
+    #[arg(long, value_name = "JACCARD", default_value_t = trawl_core::settings::DEFAULT_DEDUP_SIMILARITY)]
+    pub dedup_similarity: f64,
+    /// Keep every page as its own (no page gate).
     #[arg(long)]
     pub no_dedup: bool,
-    /// Pages the SimHash gate keeps in memory (about 250 bytes each); past that it moves
-    /// to OUT/gate.db, so memory stays flat however many records the archives hold.
+    /// Pages the SimHash gate keeps in memory (about 250 bytes each; the MinHash gate a
+    /// quarter as many); past that it moves to OUT/gate.db, so memory stays flat however
+    /// many records the archives hold.
     /// Default: the `gate_in_memory` setting (`TRAWL_GATE_IN_MEMORY`, 200,000).
     #[arg(long, value_name = "N")]
     pub gate_in_memory: Option<usize>,
@@ -199,7 +208,14 @@ pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
 pub async fn ingest(args: &IngestArgs) -> anyhow::Result<IngestReport> {
     let options = IngestOptions {
         out: args.out.clone(),
-        dedup_distance: (!args.no_dedup).then_some(args.dedup_distance),
+        gate: (!args.no_dedup).then_some(match args.dedup_method {
+            DedupMethod::Simhash => PageGate::SimHash {
+                distance: args.dedup_distance,
+            },
+            DedupMethod::Minhash => PageGate::MinHash {
+                similarity: args.dedup_similarity,
+            },
+        }),
         gate_in_memory: args
             .gate_in_memory
             .unwrap_or_else(|| ProcessSettings::default().gate_in_memory),

@@ -85,7 +85,8 @@ pub struct CrawlArgs {
     /// OUT/frontier.spill, so memory stays flat however far discovery runs ahead.
     #[arg(long, value_name = "N")]
     pub queued_in_memory: usize,
-    /// Pages the SimHash dedup gate keeps in memory (about 250 bytes each); past that it
+    /// Pages the SimHash dedup gate keeps in memory (about 250 bytes each; the MinHash
+    /// gate, the default, a quarter as many at about 1.2 KB each); past that the gate
     /// moves to OUT/gate.db, so memory stays flat however many pages the crawl keeps.
     #[arg(long, value_name = "N")]
     pub gate_in_memory: usize,

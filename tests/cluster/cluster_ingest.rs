@@ -72,8 +72,8 @@ fn groups(lines: &[Value]) -> BTreeSet<BTreeSet<String>> {
     by_root.into_values().filter(|g| g.len() > 1).collect()
 }
 
-/// `trawl ingest` with its defaults (the SimHash gate, no boilerplate step), the gate's
-/// first `gate_in_memory` pages in memory.
+/// `trawl ingest` with its defaults (the MinHash gate, no boilerplate step), the gate's
+/// first `gate_in_memory` / 4 pages in memory.
 async fn local_ingest(
     inputs: Vec<String>,
     out: &Path,
@@ -83,7 +83,9 @@ async fn local_ingest(
         inputs,
         out: out.to_path_buf(),
         threads: Some(2),
+        dedup_method: trawl_core::settings::DedupMethod::Minhash,
         dedup_distance: 2,
+        dedup_similarity: 0.8,
         no_dedup: false,
         boilerplate_min_pages: 0,
         gate_in_memory: Some(gate_in_memory),

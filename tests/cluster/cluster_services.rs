@@ -673,7 +673,7 @@ async fn a_dead_lettered_fetch_job_is_not_fetched_again() {
     stack.stop().await;
 }
 
-/// `trawl submit --dedup-method minhash`: the services' extractors share the MinHash gate in
+/// `trawl submit` with the default gate (MinHash): the services' extractors share it in
 /// Redis. Of the three versions of one article, crawled by two extractors at once, exactly
 /// one is kept and the others name a page of their group with their similarity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -695,15 +695,7 @@ async fn the_services_share_the_minhash_gate() {
         .map(|p| site.url(p))
         .collect();
     let mut args: Vec<&str> = seeds.iter().map(String::as_str).collect();
-    args.extend([
-        "--allow-private",
-        "--delay",
-        "0",
-        "--max-depth",
-        "0",
-        "--dedup-method",
-        "minhash",
-    ]);
+    args.extend(["--allow-private", "--delay", "0", "--max-depth", "0"]);
     let report = stack.submit(&args).await.unwrap();
     assert_eq!(report["drained"], true, "{report}");
     let lines = support::all_pages(stack.out.path());

@@ -30,8 +30,10 @@ async fn copies_point_at_the_first_page_kept() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = in_seed_order(&site, out.path());
-    // One word changed in 400 moves this text's SimHash by 3 bits; the default distance
-    // (< 3) is for the corpus evaluation to settle, this test is about the plumbing.
+    // The SimHash gate (no longer the default). One word changed in 400 moves this text's
+    // SimHash by 3 bits; the default distance (< 3) is for the corpus evaluation to
+    // settle, this test is about the plumbing.
+    o.crawl.dedup_method = trawl_core::settings::DedupMethod::Simhash;
     o.crawl.dedup_distance = 3;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());
@@ -69,7 +71,18 @@ async fn copies_point_at_the_first_page_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_minhash_gate_names_copies_with_their_similarity() {
+async fn the_default_minhash_gate_names_copies_with_their_similarity() {
+    assert_eq!(
+        trawl_core::settings::CrawlSettings::default().dedup_method,
+        trawl_core::settings::DedupMethod::Minhash
+    );
+    // In memory, and in its file (gate.db) from the first page on: the same verdicts.
+    for gate_in_memory in [200_000, 0] {
+        minhash_crawl(gate_in_memory).await;
+    }
+}
+
+async fn minhash_crawl(gate_in_memory: usize) {
     let site = TestSite::start(SiteConfig {
         robots: Robots::Status(404),
         ..SiteConfig::default()
@@ -78,7 +91,7 @@ async fn the_minhash_gate_names_copies_with_their_similarity() {
     .unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut o = in_seed_order(&site, out.path());
-    o.crawl.dedup_method = trawl_core::settings::DedupMethod::Minhash;
+    o.gate_in_memory = gate_in_memory;
     let (rep, _) = trawl::crawl(o).await.unwrap();
     let pages = pages(out.path());
     let original = page(&pages, "/dup/original");
@@ -95,6 +108,8 @@ async fn the_minhash_gate_names_copies_with_their_similarity() {
     );
     assert_eq!(copy["similarity"].as_f64().unwrap(), 1.0, "{copy}");
     assert!(copy["distance"].is_null(), "{copy}");
+    // The record's SimHash is there whichever gate ran.
+    assert_eq!(copy["simhash"].as_str().unwrap().len(), 16);
     let near = page(&pages, "/dup/near");
     let of = near["duplicate_of"].as_str().unwrap();
     assert!(

@@ -11,9 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
+use trawl_core::settings::PageGate;
 use trawl_core::{ArchiveSource, PageRecord, UrlKind};
-use trawl_dedup::{BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, SimGate};
+use trawl_dedup::{
+    BoilerplateConfig, GateMethod, GatePage, GateVerdict, HostLines, MinGate, SimGate,
+};
 use trawl_store::gate_file::{CrawlPrints, GATE_FILE};
+use trawl_store::sketch_file::CrawlSketches;
 
 use crate::archive::{ArchiveReader, Item, Record};
 use crate::http;
@@ -21,10 +25,11 @@ use crate::http;
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
     pub out: PathBuf,
-    /// SimHash gate distance; `None` turns the gate off.
-    pub dedup_distance: Option<u32>,
-    /// Pages the gate keeps in memory before it moves to `out/gate.db`
-    /// (`trawl_store::gate_file::CrawlPrints`), so a large ingest does not grow with it.
+    /// The page gate (a crawl's: MinHash by default, or SimHash); `None` turns it off.
+    pub gate: Option<PageGate>,
+    /// Pages the gate keeps in memory before it moves to `out/gate.db` (a quarter as many
+    /// for MinHash; `trawl_store::gate_file`, `trawl_store::sketch_file`), so a large
+    /// ingest does not grow with it.
     pub gate_in_memory: usize,
     /// Per-host boilerplate lines: seen on this many earlier pages of a host (0: off).
     pub boilerplate_min_pages: u32,
@@ -282,9 +287,17 @@ pub fn ingest(
     let (rec_tx, rec_rx) = sync_channel::<(Arc<str>, Record)>(256);
     let (out_tx, out_rx) = sync_channel::<Out>(256);
     let rec_rx = Arc::new(Mutex::new(rec_rx));
-    let gate = opts
-        .dedup_distance
-        .map(|d| CrawlPrints::gate(&opts.out.join(GATE_FILE), d, opts.gate_in_memory));
+    let path = opts.out.join(GATE_FILE);
+    let gate = opts.gate.map(|g| match g {
+        PageGate::SimHash { distance } => {
+            IngestGate::Sim(CrawlPrints::gate(&path, distance, opts.gate_in_memory))
+        }
+        PageGate::MinHash { similarity } => IngestGate::Min(CrawlSketches::gate(
+            &path,
+            similarity,
+            opts.gate_in_memory / 4,
+        )),
+    });
     let boiler = (opts.boilerplate_min_pages > 0).then(|| {
         HostLines::new(BoilerplateConfig {
             min_pages: opts.boilerplate_min_pages,
@@ -397,7 +410,34 @@ impl IngestReport {
 struct PageSink {
     writer: std::io::BufWriter<std::fs::File>,
     boiler: Option<HostLines>,
-    gate: Option<SimGate<CrawlPrints>>,
+    gate: Option<IngestGate>,
+}
+
+/// The ingest's page gate, of the crawl's methods, in memory and then in `gate.db`.
+enum IngestGate {
+    Sim(SimGate<CrawlPrints>),
+    Min(MinGate<CrawlSketches>),
+}
+
+impl IngestGate {
+    fn method(&self) -> GateMethod {
+        match self {
+            Self::Sim(_) => GateMethod::SimHash,
+            Self::Min(_) => GateMethod::MinHash,
+        }
+    }
+
+    /// Every record is a document of its own (its id is new), so the check matches and
+    /// stores.
+    fn check(&self, page: &GatePage, id: &str) -> Result<GateVerdict, String> {
+        match (self, &page.minhash) {
+            (Self::Sim(g), _) => g
+                .try_match_and_insert(page.fp, id)
+                .map_err(|e| e.to_string()),
+            (Self::Min(g), Some(sk)) => g.try_check_and_insert(sk, id).map_err(|e| e.to_string()),
+            (Self::Min(_), None) => Err("no MinHash sketch".into()),
+        }
+    }
 }
 
 impl PageSink {
@@ -419,11 +459,15 @@ impl PageSink {
             page.text = text;
             page.boilerplate_lines = dropped as u32;
         }
-        if let Some(gp) = gate_page(&mut page, GateMethod::SimHash)
+        let method = self
+            .gate
+            .as_ref()
+            .map_or(GateMethod::SimHash, IngestGate::method);
+        if let Some(gp) = gate_page(&mut page, method)
             && let Some(g) = &self.gate
         {
             let verdict = g
-                .try_match_and_insert(gp.fp, id)
+                .check(&gp, id)
                 .map_err(|e| std::io::Error::other(format!("dedup gate: {e}")))?;
             match mark_copy(&mut page, verdict) {
                 Some(true) => report.duplicates_exact += 1,

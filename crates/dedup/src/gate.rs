@@ -5,10 +5,11 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::minhash::{LshIndex, MinHasher, MinSketch};
+use crate::minhash::{LshIndex, MARGIN, MinHasher, MinSketch, matches_needed};
 use crate::print_index::PrintIndex;
 use crate::print_store::{PrintStore, StoredPrint, band_keys};
 use crate::simhash::{Banding, Fingerprint, hamming};
+use crate::sketch_store::SketchStore;
 use xxhash_rust::xxh3::xxh3_64;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -245,24 +246,37 @@ impl<S: PrintStore + 'static> Gate for SimGate<S> {
     }
 }
 
-/// The MinHash gate of the embedded runtime: an [`LshIndex`] of every page shown (copies
-/// too: a copy may name a copy, see [`crate::minhash`]). Memory a page: the sketch
-/// ([`crate::minhash::SKETCH_BYTES`]), 4 bytes and one map entry per band, and the id.
-pub struct MemoryMinGate {
-    index: Mutex<LshIndex>,
+/// The MinHash gate of the embedded runtime over a [`SketchStore`]: every page shown is
+/// stored (copies too: a copy may name a copy, see [`crate::minhash`]). In memory
+/// ([`MemoryMinGate`]) a page costs its sketch ([`crate::minhash::SKETCH_BYTES`]), 4 bytes
+/// and up to one map entry per band, and its id; the embedded crawl moves its store to a
+/// file past a bound (`trawl_store::sketch_file::CrawlSketches`).
+pub struct MinGate<S> {
+    store: Mutex<S>,
+    need: u32,
 }
 
-impl MemoryMinGate {
+/// The MinHash gate with its sketches in memory.
+pub type MemoryMinGate = MinGate<LshIndex>;
+
+impl MinGate<LshIndex> {
     /// Near-copies are pages whose estimated word 5-gram Jaccard similarity with an earlier
     /// page reaches `threshold` (plus [`crate::minhash::MARGIN`]).
     pub fn new(threshold: f64) -> Self {
-        MemoryMinGate {
-            index: Mutex::new(LshIndex::new(threshold)),
+        Self::with_store(LshIndex::new(threshold), threshold)
+    }
+}
+
+impl<S: SketchStore> MinGate<S> {
+    pub fn with_store(store: S, threshold: f64) -> Self {
+        MinGate {
+            store: Mutex::new(store),
+            need: matches_needed((threshold + MARGIN).min(1.0)),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.index.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.store.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -270,27 +284,39 @@ impl MemoryMinGate {
     }
 
     /// The check without the async interface, for threaded callers and restores.
-    pub fn check_and_insert_sync(&self, sk: &MinSketch, id: &str) -> GateVerdict {
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
-        match index.check_and_insert(sk, id) {
-            None => GateVerdict::Kept,
-            Some(m) => GateVerdict::Similar {
-                of: m.id,
-                similarity: m.similarity as f32,
+    pub fn try_check_and_insert(&self, sk: &MinSketch, id: &str) -> Result<GateVerdict, S::Error> {
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(
+            match crate::sketch_store::check_and_insert(&mut *store, self.need, sk, id)? {
+                None => GateVerdict::Kept,
+                Some(m) => GateVerdict::Similar {
+                    of: m.id,
+                    similarity: m.similarity as f32,
+                },
             },
-        }
+        )
+    }
+}
+
+impl MinGate<LshIndex> {
+    /// The memory gate's check, which cannot fail.
+    pub fn check_and_insert_sync(&self, sk: &MinSketch, id: &str) -> GateVerdict {
+        let Ok(v) = self.try_check_and_insert(sk, id);
+        v
     }
 }
 
 #[async_trait]
-impl Gate for MemoryMinGate {
+impl<S: SketchStore + 'static> Gate for MinGate<S> {
     fn method(&self) -> GateMethod {
         GateMethod::MinHash
     }
 
     async fn check_and_insert(&self, page: &GatePage, id: &str) -> Result<GateVerdict, GateError> {
         let sk = page.minhash.as_ref().ok_or(GateError::NoSketch)?;
-        Ok(self.check_and_insert_sync(sk, id))
+        // A file store's lookups are blocking I/O, like the SimHash file gate's.
+        self.try_check_and_insert(sk, id)
+            .map_err(|e| GateError::Store(e.to_string()))
     }
 }
 

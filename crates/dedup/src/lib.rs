@@ -20,10 +20,12 @@ pub mod minhash;
 pub mod print_index;
 pub mod print_store;
 pub mod simhash;
+pub mod sketch_store;
 
 pub use boilerplate::{BoilerplateConfig, HostLines};
 pub use gate::{
-    Gate, GateError, GateMethod, GatePage, GateVerdict, MemoryGate, MemoryMinGate, SimGate,
+    Gate, GateError, GateMethod, GatePage, GateVerdict, MemoryGate, MemoryMinGate, MinGate, SimGate,
 };
 pub use print_store::{PrintStore, StoredPrint};
 pub use simhash::{Fingerprint, fingerprint, hamming};
+pub use sketch_store::SketchStore;

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::simhash::words;
+pub use crate::sketch_store::{SketchStore, best_match, check_and_insert};
 
 /// Words per shingle.
 pub const NGRAM: usize = 5;
@@ -273,17 +274,15 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
 
 const NONE: u32 = u32::MAX;
 
-/// An LSH index of sketches. Buckets are chains through the documents: a map from band key
-/// to the newest document in it, and per document and band the next older one, so a
-/// document costs [`SKETCH_BYTES`] + 4 bytes a band + one map entry a band, plus its id
-/// and an entry of the id map. Every document shown is stored, copies too (see the
-/// module's note on groups), linked into the buckets that have room.
+/// Band buckets over the documents shown, in memory: each bucket a linked list through
+/// `next` (newest first, [`MAX_BUCKET`] long at most), the sketches in one array. The
+/// embedded crawl's first pages and the export's dedup; past a bound the crawl moves it to
+/// a file (`trawl_store::sketch_file`) that answers the same, through [`SketchStore`].
 #[derive(Default)]
 pub struct LshIndex {
-    /// Band key -> the newest document in its bucket and how many the bucket holds.
-    heads: HashMap<u64, (u32, u32)>,
-    /// Hash of each stored id -> its document: a page shown again is known by its id,
-    /// whatever its text became.
+    /// Band key -> (newest document, documents in the bucket, band number).
+    heads: HashMap<u64, (u32, u16, u8)>,
+    /// Id hash -> the newest document stored under it.
     by_id: HashMap<u64, u32>,
     next: Vec<[u32; BANDS]>,
     sketches: Vec<u8>,
@@ -291,76 +290,54 @@ pub struct LshIndex {
     need: u32,
 }
 
-/// A document of the index that matched: its id and the estimated Jaccard similarity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Match {
     pub id: String,
     pub similarity: f64,
 }
 
-/// The verified candidates of a sketch: (document, equal groups), in index order.
-fn verified(index: &LshIndex, sk: &MinSketch) -> Vec<(u32, u32)> {
-    let mut checked: std::collections::HashSet<u32> = std::collections::HashSet::new();
-    let mut passed = Vec::new();
-    for (band, key) in sk.bands.iter().enumerate() {
-        let mut at = index.heads.get(key).map_or(NONE, |(head, _)| *head);
-        while at != NONE {
-            let doc = at;
-            at = index.next[doc as usize][band];
-            if !checked.insert(doc) {
-                continue;
+impl SketchStore for LshIndex {
+    type Error = std::convert::Infallible;
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn by_id(&mut self, id_hash: u64, id: &str) -> Result<Option<u32>, Self::Error> {
+        Ok(self
+            .by_id
+            .get(&id_hash)
+            .copied()
+            .filter(|doc| self.ids[*doc as usize] == id))
+    }
+
+    fn candidates(
+        &mut self,
+        bands: &[u64; BANDS],
+        f: &mut dyn FnMut(u32, &[u8]),
+    ) -> Result<(), Self::Error> {
+        for (band, key) in bands.iter().enumerate() {
+            let mut at = self.heads.get(key).map_or(NONE, |(head, _, _)| *head);
+            while at != NONE {
+                let doc = at;
+                at = self.next[doc as usize][band];
+                let start = doc as usize * SKETCH_BYTES;
+                f(doc, &self.sketches[start..start + SKETCH_BYTES]);
             }
-            let start = doc as usize * SKETCH_BYTES;
-            let other = &index.sketches[start..start + SKETCH_BYTES];
-            if let Some(m) = matches_at_least(&sk.bits, other, index.need) {
-                passed.push((doc, m));
-            }
         }
-    }
-    passed.sort_unstable();
-    passed
-}
-
-/// The document to name among verified candidates: the most similar, the oldest among
-/// equals.
-pub fn best_of(passed: impl IntoIterator<Item = (u32, u32)>) -> Option<(u32, u32)> {
-    passed
-        .into_iter()
-        .fold(None, |best: Option<(u32, u32)>, (doc, m)| match best {
-            Some((bd, bm)) if bm > m || (bm == m && bd < doc) => best,
-            _ => Some((doc, m)),
-        })
-}
-
-impl LshIndex {
-    /// Matches are documents whose estimated Jaccard similarity reaches `threshold` (plus
-    /// [`MARGIN`]).
-    pub fn new(threshold: f64) -> Self {
-        Self {
-            need: matches_needed((threshold + MARGIN).min(1.0)),
-            ..Self::default()
-        }
+        Ok(())
     }
 
-    /// The indexed document most similar to `sk`, if any reaches the threshold.
-    pub fn query(&self, sk: &MinSketch) -> Option<Match> {
-        best_of(verified(self, sk)).map(|(doc, m)| self.matched(doc, m))
+    fn id(&mut self, doc: u32) -> Result<String, Self::Error> {
+        Ok(self.ids[doc as usize].clone())
     }
 
-    fn matched(&self, doc: u32, m: u32) -> Match {
-        Match {
-            id: self.ids[doc as usize].clone(),
-            similarity: estimate(m),
-        }
-    }
-
-    /// Indexes `sk` under `id` without looking for matches.
-    pub fn insert(&mut self, sk: &MinSketch, id: &str) {
+    fn insert(&mut self, sk: &MinSketch, id_hash: u64, id: &str) -> Result<(), Self::Error> {
         let doc = self.ids.len() as u32;
         let mut links = [NONE; BANDS];
         for (band, key) in sk.bands.iter().enumerate() {
-            let (head, count) = self.heads.entry(*key).or_insert((NONE, 0));
-            if *count < MAX_BUCKET {
+            let (head, count, _) = self.heads.entry(*key).or_insert((NONE, 0, band as u8));
+            if u32::from(*count) < MAX_BUCKET {
                 links[band] = *head;
                 *head = doc;
                 *count += 1;
@@ -368,47 +345,91 @@ impl LshIndex {
         }
         self.next.push(links);
         self.sketches.extend_from_slice(&sk.bits);
-        self.by_id.insert(crate::gate::id_hash(id), doc);
+        self.by_id.insert(id_hash, doc);
         self.ids.push(id.to_string());
+        Ok(())
+    }
+}
+
+impl LshIndex {
+    /// An index that calls a candidate a near-copy when its estimated Jaccard similarity
+    /// reaches `threshold` plus [`MARGIN`].
+    pub fn new(threshold: f64) -> Self {
+        Self {
+            need: matches_needed((threshold + MARGIN).min(1.0)),
+            ..Self::default()
+        }
     }
 
-    /// The most similar earlier document, then `sk` indexed (unless a stored sketch equals
-    /// it), with no regard to ids: the export's rule, where a repeated id is a repeated row.
+    /// The best earlier document `sk` nearly copies, without storing it.
+    pub fn query(&mut self, sk: &MinSketch) -> Option<Match> {
+        let need = self.need;
+        let Ok(best) = best_match(self, need, sk, None);
+        best
+    }
+
+    /// Stores `sk` under `id` (band buckets that are full do not take it).
+    pub fn insert(&mut self, sk: &MinSketch, id: &str) {
+        let Ok(()) = SketchStore::insert(self, sk, crate::gate::id_hash(id), id);
+    }
+
+    /// Matches `sk` against every document stored, then stores it unless it equals its
+    /// match bit for bit (it would add nothing): the export's rule, where every row is new.
     pub fn match_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
-        let best = best_of(verified(self, sk));
-        if best.is_none_or(|(_, m)| m < PERMS as u32) {
+        let need = self.need;
+        let Ok(best) = best_match(self, need, sk, None);
+        if best.as_ref().is_none_or(|m| m.similarity < 1.0) {
             self.insert(sk, id);
         }
-        best.map(|(doc, m)| self.matched(doc, m))
+        best
     }
 
-    /// The document `id` copies, if any, and `id` indexed unless a stored sketch equals
-    /// its own. Shown again (a redelivery), `id` is matched only against the documents
-    /// indexed before it was, so the answer is the same as the first time and it is not
-    /// indexed twice.
+    /// The gate's rule (see [`check_and_insert`]).
     pub fn check_and_insert(&mut self, sk: &MinSketch, id: &str) -> Option<Match> {
-        let own = self
-            .by_id
-            .get(&crate::gate::id_hash(id))
-            .copied()
-            .filter(|doc| self.ids[*doc as usize] == id);
-        let best = best_of(
-            verified(self, sk)
-                .into_iter()
-                .filter(|(doc, _)| own.is_none_or(|o| *doc < o)),
-        );
-        if own.is_none() && best.is_none_or(|(_, m)| m < PERMS as u32) {
-            self.insert(sk, id);
-        }
-        best.map(|(doc, m)| self.matched(doc, m))
+        let need = self.need;
+        let Ok(m) = check_and_insert(self, need, sk, id);
+        m
     }
 
-    pub fn len(&self) -> usize {
-        self.ids.len()
+    /// Documents stored, in the order they were, with their sketches: for a file store
+    /// taking the index over.
+    pub fn documents(&self) -> impl Iterator<Item = (u32, &[u8], &str)> + '_ {
+        self.ids.iter().enumerate().map(|(doc, id)| {
+            let start = doc * SKETCH_BYTES;
+            (
+                doc as u32,
+                &self.sketches[start..start + SKETCH_BYTES],
+                id.as_str(),
+            )
+        })
+    }
+
+    /// Every bucket's key and documents, oldest first: what a file store must hold to
+    /// answer as this index does.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, Vec<u32>)> + '_ {
+        self.heads.iter().map(|(key, (head, _, band))| {
+            let mut docs = Vec::new();
+            let mut at = *head;
+            while at != NONE {
+                docs.push(at);
+                at = self.next[at as usize][*band as usize];
+            }
+            docs.reverse();
+            (*key, docs)
+        })
+    }
+
+    /// Id hashes with the newest document stored under each.
+    pub fn id_entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.by_id.iter().map(|(h, d)| (*h, *d))
     }
 
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 
@@ -532,7 +553,11 @@ mod tests {
             let m = idx.check_and_insert(&h.sketch(&words.join(" ")), &format!("p{n}"));
             assert_eq!(m.is_none(), n == 0, "page {n}");
         }
-        assert!(idx.heads.values().all(|(_, count)| *count <= MAX_BUCKET));
+        assert!(
+            idx.heads
+                .values()
+                .all(|(_, count, _)| u32::from(*count) <= MAX_BUCKET)
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod history;
 pub mod journal;
 pub mod resume;
 pub mod schema;
+pub mod sketch_file;
 
 /// The store's file in a crawl directory.
 pub const DB_FILE: &str = "crawl.db";
