@@ -125,6 +125,9 @@ fn forum_keeps_every_post() {
             "Log In",
             "Sign Up",
             "Suggested topics",
+            // The post's frame: the author's card and the quote's expander.
+            "312 posts",
+            "Click to expand",
             "Banneton",
             "Terms of Service",
         ],

@@ -251,7 +251,8 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
                 m.hidden[i] = true;
             } else if !in_code[i] {
                 // Class names inside code are syntax highlighting (`token comment`).
-                m.hint[i] = if qa && qa_chrome(dom, i as u32) {
+                m.hint[i] = if (qa && qa_chrome(dom, i as u32)) || (forum && post_frame(&node.hint))
+                {
                     Hint::Strong
                 } else {
                     element_hint(node, forum)
@@ -295,6 +296,25 @@ fn qa_chrome(dom: &Dom, i: u32) -> bool {
     dom.attr(i, "itemtype")
         .is_some_and(|t| t.ends_with("/Comment"))
         || (!hint.is_empty() && MARKS.iter().any(|k| hint.contains(k)))
+}
+
+/// On forum pages, the frame of each post that forum software marks up: the author's card
+/// (name, post count, join date), the post's attribution line, signatures, "Click to
+/// expand" and the thread's buttons.
+fn post_frame(hint: &str) -> bool {
+    const MARKS: &[&str] = &[
+        "user-info",
+        "userinfo",
+        "user-details",
+        "postprofile",
+        "message-attribution",
+        "message-signature",
+        "post-signature",
+        "expandlink",
+        "thread-actions",
+        "button-text",
+    ];
+    !hint.is_empty() && MARKS.iter().any(|k| hint.contains(k))
 }
 
 /// On links only the strong words count: there "header" styles the link (mdBook's
