@@ -245,8 +245,11 @@ async fn a_crawl_stopped_and_killed_at_random_moments_resumes_to_every_page_once
 
     // WARC files: every one readable to its end, by warcio when it is there.
     let warcs = trawl_fetcher::warcout::list_warc_files(&out.join("warc")).unwrap();
+    // A run killed before its first response opens no file (seen once under load), so
+    // not one a run: more than one, none of them appended to by a later run (the repair
+    // below finds every file whole).
     assert!(
-        warcs.len() > kills,
+        warcs.len() > 1,
         "each run writes files of its own: {warcs:?}"
     );
     for w in &warcs {
