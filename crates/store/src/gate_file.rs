@@ -60,23 +60,39 @@ fn signed(x: u64) -> i64 {
     x as i64
 }
 
+/// A gate's file at `path` made anew with `tables` (an earlier one, left by a stopped
+/// process, is removed first), in a transaction: no journal, no sync, the page cache
+/// bounded at [`CACHE_KIB`]. Shared with the MinHash gate's file (`crate::sketch_file`).
+pub(crate) fn fresh(path: &Path, tables: &str) -> StoreResult<Connection> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    let conn = Connection::open(path)?;
+    // Rebuilt from the crawl store at each start: a crash loses nothing it needs.
+    conn.pragma_update(None, "journal_mode", "OFF")?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    conn.execute_batch(tables)?;
+    conn.execute_batch("BEGIN")?;
+    Ok(conn)
+}
+
+/// Removes a gate's file when its process lets go of it: made anew at the next start
+/// anyway, so one that cannot be removed only costs disk.
+pub(crate) fn remove(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::debug!(path = %path.display(), "gate file not removed: {e}");
+    }
+}
+
 impl GateFile {
     /// Makes the gate's file at `path` anew (an earlier one, left by a stopped process, is
     /// removed first).
     pub fn create(path: &Path) -> StoreResult<Self> {
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        }
-        let conn = Connection::open(path)?;
-        // Rebuilt from the crawl store at each start: a crash loses nothing it needs.
-        conn.pragma_update(None, "journal_mode", "OFF")?;
-        conn.pragma_update(None, "synchronous", "OFF")?;
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-        conn.execute_batch(TABLES)?;
-        conn.execute_batch("BEGIN")?;
+        let conn = fresh(path, TABLES)?;
         Ok(GateFile {
             conn,
             path: path.to_path_buf(),
@@ -153,10 +169,7 @@ impl GateFile {
 
 impl Drop for GateFile {
     fn drop(&mut self) {
-        // Made anew at the next start anyway; a file that cannot be removed only costs disk.
-        if let Err(e) = std::fs::remove_file(&self.path) {
-            tracing::debug!(path = %self.path.display(), "gate file not removed: {e}");
-        }
+        remove(&self.path);
     }
 }
 

@@ -17,7 +17,6 @@ use trawl_dedup::MinGate;
 use trawl_dedup::minhash::{BANDS, LshIndex, MAX_BUCKET, MinSketch, SKETCH_BYTES};
 use trawl_dedup::sketch_store::SketchStore;
 
-use crate::gate_file::CACHE_KIB;
 use crate::{StoreError, StoreResult};
 
 /// Inserts between commits (see `gate_file`).
@@ -61,18 +60,7 @@ pub struct SketchFile {
 impl SketchFile {
     /// Makes the file at `path` anew (one left by a stopped process is removed first).
     pub fn create(path: &Path) -> StoreResult<Self> {
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        }
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "OFF")?;
-        conn.pragma_update(None, "synchronous", "OFF")?;
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-        conn.execute_batch(TABLES)?;
-        conn.execute_batch("BEGIN")?;
+        let conn = crate::gate_file::fresh(path, TABLES)?;
         Ok(SketchFile {
             conn,
             path: path.to_path_buf(),
@@ -129,9 +117,7 @@ impl SketchFile {
 
 impl Drop for SketchFile {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_file(&self.path) {
-            tracing::debug!(path = %self.path.display(), "gate file not removed: {e}");
-        }
+        crate::gate_file::remove(&self.path);
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`itemprop="author"`, `rel="author"`, elements classed `author` or `byline`), cleaned of
 //! what surrounds names there ("By", dates, "| 5 min read").
 
-use super::dom::{Dom, NONE};
+use super::dom::Dom;
 use super::meta::JsonLd;
 use super::tags::Tag;
 
@@ -306,17 +306,10 @@ fn hinted(hint: &str, words: &[&str]) -> bool {
     words.iter().any(|w| hint.contains(w))
 }
 
-fn outside_comments(dom: &Dom, mut i: u32) -> bool {
-    let mut depth = 0;
-    while i != NONE && depth < 12 {
-        let n = dom.node(i);
-        if n.tag == Tag::Footer || hinted(&n.hint, &["comment", "reply", "related", "sidebar"]) {
-            return false;
-        }
-        i = n.parent;
-        depth += 1;
-    }
-    true
+fn outside_comments(dom: &Dom, i: u32) -> bool {
+    !dom.within(i, 12, |n| {
+        n.tag == Tag::Footer || hinted(&n.hint, &["comment", "reply", "related", "sidebar"])
+    })
 }
 
 /// The name inside an `itemprop="author"` element: its `itemprop="name"` if it has one.

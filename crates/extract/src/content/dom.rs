@@ -260,6 +260,22 @@ impl Dom {
         s
     }
 
+    /// Whether `i` or one of its nearest `depth` ancestors is `pred`'s: the context a
+    /// metadata reader asks about (a date in a comment, a name in a footer).
+    pub fn within(&self, mut i: u32, depth: usize, pred: impl Fn(&Node) -> bool) -> bool {
+        for _ in 0..depth {
+            if i == NONE {
+                break;
+            }
+            let n = self.node(i);
+            if pred(n) {
+                return true;
+            }
+            i = n.parent;
+        }
+        false
+    }
+
     pub fn is_ancestor(&self, anc: u32, mut i: u32) -> bool {
         while i != NONE {
             if i == anc {

@@ -176,17 +176,10 @@ fn marked(dom: &Dom) -> Option<String> {
 }
 
 /// Inside a comment, a footer or a sidebar: dates there are someone else's.
-fn in_other_context(dom: &Dom, mut i: u32) -> bool {
-    let mut depth = 0;
-    while i != super::dom::NONE && depth < 12 {
-        let n = dom.node(i);
-        if matches!(n.tag, Tag::Footer | Tag::Nav) || hinted(&n.hint, OTHER_DATE_HINTS) {
-            return true;
-        }
-        i = n.parent;
-        depth += 1;
-    }
-    false
+fn in_other_context(dom: &Dom, i: u32) -> bool {
+    dom.within(i, 12, |n| {
+        matches!(n.tag, Tag::Footer | Tag::Nav) || hinted(&n.hint, OTHER_DATE_HINTS)
+    })
 }
 
 /// Short date lines: elements whose class or id speaks of dates, or (with `hinted` false)
