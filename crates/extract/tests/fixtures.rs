@@ -61,6 +61,9 @@ fn article_keeps_the_story_and_drops_the_frame() {
             "All rights reserved",
             "Conservation",
             "By Mara",
+            // The author's card that closes the article.
+            "About the author",
+            "covered the coast and its wildlife",
         ],
     );
     // The headline is the title, not part of the text.

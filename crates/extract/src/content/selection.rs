@@ -43,6 +43,23 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         .unwrap_or(best)
 }
 
+/// Headings of the boxes that close an article: its author's or reviewer's card and the
+/// site's disclaimer.
+const END_SECTIONS: &[&str] = &[
+    "about the author",
+    "about the authors",
+    "about the reviewer",
+    "about the writer",
+    "about the editor",
+    "author bio",
+    "disclaimer",
+    "disclaimers",
+    "disclosure",
+    "disclosures",
+    "disclaimer & disclosures",
+    "disclaimer and disclosures",
+];
+
 /// Labels that sit alone in a block inside article text.
 const LABELS: &[&str] = &[
     "advertisement",
@@ -110,6 +127,27 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
     for &b in &blocks {
         let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
         if LABELS.contains(&t.as_str()) {
+            dropped[b as usize] = true;
+        }
+    }
+    // The boxes that close an article ("About the author", "Disclaimer"): from such a
+    // heading in the text's last third to the end is the frame.
+    let total: usize = blocks
+        .iter()
+        .map(|&b| a.own_chars[b as usize] as usize)
+        .sum();
+    let mut seen = 0usize;
+    let mut cut = None;
+    for (k, &b) in blocks.iter().enumerate() {
+        let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
+        if seen * 3 >= total * 2 && END_SECTIONS.contains(&t.as_str()) {
+            cut = Some(k);
+            break;
+        }
+        seen += a.own_chars[b as usize] as usize;
+    }
+    if let Some(k) = cut {
+        for &b in &blocks[k..] {
             dropped[b as usize] = true;
         }
     }
