@@ -69,6 +69,18 @@ impl Pages {
     }
 }
 
+/// The gate file's size, whole and a page.
+fn print_file_size(which: &str, path: &std::path::Path, n: u64) -> anyhow::Result<()> {
+    let bytes = std::fs::metadata(path)?.len();
+    println!(
+        "{which}: {} is {} MB ({:.0} bytes a page)",
+        path.display(),
+        bytes / 1_000_000,
+        bytes as f64 / n as f64
+    );
+    Ok(())
+}
+
 /// 120-word texts from a seed, a tenth of them an earlier text with words changed.
 fn texts(pages: &mut Pages, hasher: &MinHasher) -> MinSketch {
     let r = pages.next_u64();
@@ -136,13 +148,7 @@ fn minhash(which: &str, n: u64, dir: &str) -> anyhow::Result<()> {
         (peak_rss_kib().saturating_sub(base) * 1024) as f64 / n as f64
     );
     if which == "min-file" {
-        let bytes = std::fs::metadata(&path)?.len();
-        println!(
-            "{which}: {} is {} MB ({:.0} bytes a page)",
-            path.display(),
-            bytes / 1_000_000,
-            bytes as f64 / n as f64
-        );
+        print_file_size(which, &path, n)?;
     }
     Ok(())
 }
@@ -200,13 +206,7 @@ fn main() -> anyhow::Result<()> {
         (peak_rss_kib().saturating_sub(base) * 1024) as f64 / n as f64
     );
     if let Some(path) = file_path {
-        let bytes = std::fs::metadata(&path)?.len();
-        println!(
-            "{which}: {} is {} MB ({:.0} bytes a page)",
-            path.display(),
-            bytes / 1_000_000,
-            bytes as f64 / n as f64
-        );
+        print_file_size(which, &path, n)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! (`itemprop="author"`, `rel="author"`, elements classed `author` or `byline`), cleaned of
 //! what surrounds names there ("By", dates, "| 5 min read").
 
-use super::dom::Dom;
+use super::dom::{Dom, hint_has as hinted};
 use super::meta::JsonLd;
 use super::tags::Tag;
 
@@ -266,19 +266,17 @@ fn clean(raw: &str, strict: bool) -> Option<String> {
 
 fn from_metas(metas: &[(String, &str)]) -> Option<String> {
     AUTHOR_KEYS.iter().find_map(|k| {
-        let all: Vec<String> = metas
+        let mut names: Vec<String> = Vec::new();
+        for name in metas
             .iter()
-            .filter(|(mk, _)| mk == k)
-            .filter(|(_, v)| !v.trim_start().starts_with("http"))
+            .filter(|(mk, v)| mk == k && !v.trim_start().starts_with("http"))
             .filter_map(|(_, v)| stated(v))
-            .collect();
-        let mut seen = Vec::new();
-        for a in all {
-            if !seen.contains(&a) {
-                seen.push(a);
+        {
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
-        (!seen.is_empty()).then(|| seen.join(", "))
+        (!names.is_empty()).then(|| names.join(", "))
     })
 }
 
@@ -300,10 +298,6 @@ fn author_page(href: &str) -> bool {
     ]
     .iter()
     .any(|p| path.contains(p))
-}
-
-fn hinted(hint: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| hint.contains(w))
 }
 
 fn outside_comments(dom: &Dom, i: u32) -> bool {

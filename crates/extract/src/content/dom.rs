@@ -287,6 +287,12 @@ impl Dom {
     }
 }
 
+/// Whether a node's `hint` (its lower-cased class and id) holds any of `words`, inside
+/// compounds too (`entry-date`, `postedby`).
+pub fn hint_has(hint: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| hint.contains(w))
+}
+
 pub struct Children<'a> {
     dom: &'a Dom,
     next: u32,

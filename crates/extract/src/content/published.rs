@@ -9,7 +9,7 @@
 use url::Url;
 
 use super::dates::{self, Day};
-use super::dom::Dom;
+use super::dom::{Dom, hint_has as hinted};
 use super::meta::JsonLd;
 use super::tags::Tag;
 
@@ -134,10 +134,6 @@ fn stamp_of(dom: &Dom, i: u32) -> Option<String> {
         .or_else(|| dates::find(&dom.words(i, 200)).map(|d| d.iso()))
 }
 
-fn hinted(hint: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| hint.contains(w))
-}
-
 /// Elements marked as the publication date (`itemprop`, a `<time>` or `<abbr>` with a
 /// publication class), in document order.
 fn marked(dom: &Dom) -> Option<String> {
@@ -182,7 +178,7 @@ fn in_other_context(dom: &Dom, i: u32) -> bool {
     })
 }
 
-/// Short date lines: elements whose class or id speaks of dates, or (with `hinted` false)
+/// Short date lines: elements whose class or id speaks of dates, or (with `by_hint` false)
 /// any short element that is mostly a date (`<p>July 2, 2025</p>`, "Jane Doe | July 2,
 /// 2025"), the first in document order outside comments, footers and navigation.
 fn date_lines(dom: &Dom, by_hint: bool) -> Option<Day> {
@@ -225,8 +221,8 @@ fn own_digits(dom: &Dom, i: u32) -> bool {
     dom.children(i).any(|c| {
         dom.node(c).tag == Tag::Text && {
             let t = dom.text_of(c);
-            t.len() < 100 && t.bytes().any(|b| b.is_ascii_digit())
-                || !t.is_ascii() && dates::ascii_digits(t) != t
+            (t.len() < 100 && t.bytes().any(|b| b.is_ascii_digit()))
+                || (!t.is_ascii() && dates::ascii_digits(t) != t)
         }
     })
 }

@@ -6,7 +6,7 @@
 //! hidden boxes, `class="sidebar"`) is removed before weighing. [`super::selection`]
 //! picks the boxes from the weights.
 
-use super::dom::{Dom, NONE, Node};
+use super::dom::{Dom, NONE, Node, hint_has};
 use super::hints::{Hint, classify};
 use super::tags::Tag;
 
@@ -295,7 +295,7 @@ fn qa_chrome(dom: &Dom, i: u32) -> bool {
     let hint = &*dom.node(i).hint;
     dom.attr(i, "itemtype")
         .is_some_and(|t| t.ends_with("/Comment"))
-        || (!hint.is_empty() && MARKS.iter().any(|k| hint.contains(k)))
+        || hint_has(hint, MARKS)
 }
 
 /// On forum pages, the frame of each post that forum software marks up: the author's card
@@ -314,7 +314,7 @@ fn post_frame(hint: &str) -> bool {
         "thread-actions",
         "button-text",
     ];
-    !hint.is_empty() && MARKS.iter().any(|k| hint.contains(k))
+    hint_has(hint, MARKS)
 }
 
 /// On links only the strong words count: there "header" styles the link (mdBook's
