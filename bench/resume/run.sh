@@ -26,11 +26,16 @@ seed="${TRAWL_KILL_SEED:-$RANDOM}"
 echo "kill schedule seed: $seed"
 RANDOM=$seed
 : > "$out/kills.txt"
+# Each resumed run's start and end (µs, the server log's clock): its requests are told
+# apart from the other runs'.
+: > "$out/runs.txt"
+us_now() { echo $(( $(date +%s%N) / 1000 )); }
 start=$(ms_now)
 for i in $(seq 1 "$kills"); do
   # A moment between 2 s and 2 + reference/kills seconds into this run.
   span=$(( ref_ms / kills ))
   ms=$(( 2000 + (RANDOM * 32768 + RANDOM) % (span > 1 ? span : 1) ))
+  run_start=$(us_now)
   "$bin/trawl" crawl "${args[@]}" --out "$out/killed" --resume 2>>"$out/killed.log" &
   pid=$!
   sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
@@ -42,10 +47,14 @@ for i in $(seq 1 "$kills"); do
     wait "$pid" || true
     echo "run $i finished before its kill at ${ms} ms" | tee -a "$out/kills.txt"
   fi
+  echo "$run_start $(us_now)" >> "$out/runs.txt"
 done
+run_start=$(us_now)
 "$bin/trawl" crawl "${args[@]}" --out "$out/killed" --resume 2>>"$out/killed.log" || true
+echo "$run_start $(us_now)" >> "$out/runs.txt"
 killed_ms=$(( $(ms_now) - start ))
 all_requests=$(wc -l < "$out/access.jsonl")
 
 .venv/bin/python3 bench/resume/compare.py "$out/reference" "$out/killed" \
-  "$ref_requests" "$((all_requests - ref_requests))" "$ref_ms" "$killed_ms"
+  "$ref_requests" "$((all_requests - ref_requests))" "$ref_ms" "$killed_ms" \
+  "$out/access.jsonl" "$out/runs.txt"

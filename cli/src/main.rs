@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 // Large tensors are allocated and freed on every forward pass: mimalloc keeps the pages,
 // where glibc's malloc returns them to the kernel and faults them in again.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trawl::CrawlArgs;

@@ -75,6 +75,14 @@ impl Moments {
     }
 }
 
+/// Microseconds since the Unix epoch, the clock of the site's log.
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
 /// Runs the crawl; with `stop_after`, sends `signal` then. Returns the exit code (None:
 /// killed by a signal) and whether it was still running when the signal went.
 fn run(trawl: &Path, args: &[String], stop_after: Option<(u64, &str)>) -> (Option<i32>, bool) {
@@ -149,27 +157,34 @@ async fn a_crawl_stopped_and_killed_at_random_moments_resumes_to_every_page_once
     let outcome = tokio::task::spawn_blocking(move || {
         let mut m = Moments::new();
         let mut stops = Vec::new();
+        // When each run started and ended, to tell its requests from the others'.
+        let mut windows = Vec::new();
         // First Ctrl-C (a clean stop), then kill -9 three times, then to the end.
         let schedule = [("-INT", m.next(300, 1500))]
             .into_iter()
             .chain((0..3).map(|_| ("-KILL", m.next(200, 1500))));
         for (signal, ms) in schedule {
+            let start = now_us();
             let (code, stopped) = run(&trawl2, &args, Some((ms, signal)));
+            windows.push((start, now_us()));
             if signal == "-INT" && stopped {
                 assert_eq!(code, Some(130), "Ctrl-C exits with 130");
             }
             stops.push((signal, ms, stopped));
             if !stopped {
                 // Finished before the signal: nothing left to resume.
-                return stops;
+                return (stops, windows);
             }
         }
+        let start = now_us();
         let (code, _) = run(&trawl2, &args, None);
+        windows.push((start, now_us()));
         assert_eq!(code, Some(0));
-        stops
+        (stops, windows)
     })
     .await
     .unwrap();
+    let (outcome, windows) = outcome;
     eprintln!("stops: {outcome:?}");
     let kills = outcome.iter().filter(|(_, _, stopped)| *stopped).count();
     assert!(kills >= 2, "the crawl was stopped mid-way: {outcome:?}");
@@ -195,11 +210,26 @@ async fn a_crawl_stopped_and_killed_at_random_moments_resumes_to_every_page_once
     );
     assert!(written.iter().all(|p| p["status"] == 200));
 
-    // Each page fetched once, except those in flight at a stop.
+    // Each page fetched once, except those in flight at a stop, and those once more: no
+    // run asks for a page twice, and a page comes again only in the run after a stop.
+    let hits = site.hits("/p/");
     let mut fetches: BTreeMap<String, usize> = BTreeMap::new();
-    for e in site.hits("/p/") {
-        *fetches.entry(e.target).or_default() += 1;
+    let mut per_run: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    for e in &hits {
+        *fetches.entry(e.target.clone()).or_default() += 1;
+        let run = windows
+            .iter()
+            .position(|(a, b)| (*a..=*b).contains(&e.start_us))
+            .unwrap_or_else(|| panic!("{} requested outside every run", e.target));
+        *per_run.entry((run, e.target.clone())).or_default() += 1;
     }
+    let twice: Vec<_> = per_run.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "pages one run asked for twice: {twice:?}");
+    let most = fetches.values().max().copied().unwrap_or(0);
+    assert!(
+        most <= 1 + kills,
+        "a page is fetched again once per stop at most: {most} requests for one page"
+    );
     let again: usize = fetches.values().map(|n| n - 1).sum();
     eprintln!("pages fetched again after a stop: {again}");
     assert!(

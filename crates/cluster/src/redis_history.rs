@@ -16,8 +16,8 @@ use std::io::{Read, Write};
 
 use crate::redis_conn::Conn;
 use async_trait::async_trait;
-use trawl_core::history::{History, PageArchive, Prior, Unlinked};
-use trawl_core::{CoreError, CoreResult, PageRecord, UrlKind};
+use trawl_core::history::{History, KnownPage, PageArchive, Prior, Unlinked};
+use trawl_core::{CoreError, CoreResult, PageRecord};
 
 fn backend(what: &str, e: impl std::fmt::Display) -> CoreError {
     CoreError::Backend(format!("redis {what}: {e}"))
@@ -181,34 +181,34 @@ impl History for RedisHistory {
         v.map(|bytes| unpack(url, &bytes)).transpose()
     }
 
-    async fn known(&self) -> CoreResult<Vec<(String, u32, UrlKind)>> {
+    async fn known(&self, cursor: Option<String>) -> CoreResult<KnownPage> {
         let mut conn = self.conn.clone();
-        let mut cursor: u64 = 0;
-        let mut out = Vec::new();
-        loop {
-            let (next, fields): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
-                .arg(self.key("facts"))
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| backend("HSCAN facts", e))?;
-            for (url, json) in fields {
-                let p = unprior(&url, &json)?;
-                if p.was_ok() {
-                    out.push((url, p.depth, p.kind));
-                }
+        let cursor: u64 = match cursor.as_deref() {
+            None => 0,
+            Some(c) => c
+                .parse()
+                .map_err(|_| CoreError::Backend(format!("HSCAN facts: bad cursor {c:?}")))?,
+        };
+        // HSCAN may return a field twice across pages: the seen-set admits it once.
+        let (next, fields): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+            .arg(self.key("facts"))
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| backend("HSCAN facts", e))?;
+        let mut urls = Vec::with_capacity(fields.len());
+        for (url, json) in fields {
+            let p = unprior(&url, &json)?;
+            if p.was_ok() {
+                urls.push((url, p.depth, p.kind));
             }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
         }
-        // HSCAN may return a field twice.
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out.dedup_by(|a, b| a.0 == b.0);
-        Ok(out)
+        Ok(KnownPage {
+            urls,
+            next: (next != 0).then(|| next.to_string()),
+        })
     }
 }
 

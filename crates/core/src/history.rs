@@ -72,9 +72,19 @@ pub trait History: Send + Sync {
     async fn prior(&self, url: &str) -> CoreResult<Option<Prior>>;
     /// The record the earlier crawl wrote for `url`.
     async fn previous(&self, url: &str) -> CoreResult<Option<PageRecord>>;
-    /// Every URL of the earlier crawl that gave a page, with its depth and kind: the ones
-    /// this crawl does not reach are fetched again at its end.
-    async fn known(&self) -> CoreResult<Vec<(String, u32, UrlKind)>>;
+    /// The URLs of the earlier crawl that gave a page, with their depth and kind, a page
+    /// at a time from `cursor` (none: the first page): the ones this crawl does not reach
+    /// are fetched again at its end. Paged, so that the check of ten million URLs never
+    /// holds them all; a URL may come twice (the seen-set admits it once).
+    async fn known(&self, cursor: Option<String>) -> CoreResult<KnownPage>;
+}
+
+/// A page of [`History::known`].
+#[derive(Debug, Default)]
+pub struct KnownPage {
+    pub urls: Vec<(String, u32, UrlKind)>,
+    /// Where the next page starts; none after the last.
+    pub next: Option<String>,
 }
 
 /// Where a cluster crawl keeps each written page for a later re-crawl to compare with

@@ -92,6 +92,30 @@ pub struct Store {
     schema: SchemaRef,
 }
 
+/// Bytes LanceDB may keep of table metadata (manifests, fragment and file metadata). Its
+/// default, 1 GiB, is reached by a long crawl: every flush is a new version, and each is
+/// cached, so a process holding the index grew with the crawl until it got there.
+const METADATA_CACHE_BYTES: usize = 64 << 20;
+/// Bytes LanceDB may keep of opened search indexes (its default is 6 GiB).
+const INDEX_CACHE_BYTES: usize = 512 << 20;
+
+/// A LanceDB session whose caches are bounded by the constants above.
+fn session() -> std::sync::Arc<lancedb::Session> {
+    std::sync::Arc::new(lancedb::Session::new(
+        INDEX_CACHE_BYTES,
+        METADATA_CACHE_BYTES,
+        std::sync::Arc::new(lancedb::ObjectStoreRegistry::default()),
+    ))
+}
+
+async fn connect(uri: &str) -> Result<Connection, IndexError> {
+    lancedb::connect(uri)
+        .session(session())
+        .execute()
+        .await
+        .map_err(db)
+}
+
 impl Store {
     /// Opens (or creates) the index at `uri` (a directory, or any URI LanceDB takes).
     /// `dim` is the vector length, `None` for a full-text-only index. An index built with
@@ -100,7 +124,7 @@ impl Store {
         if !uri.contains("://") {
             std::fs::create_dir_all(uri).map_err(|e| IndexError::Store(format!("{uri}: {e}")))?;
         }
-        let conn = lancedb::connect(uri).execute().await.map_err(db)?;
+        let conn = connect(uri).await?;
         let names = conn.table_names().execute().await.map_err(db)?;
         let schema = chunk_schema(dim);
         let chunks = if names.iter().any(|n| n == CHUNKS) {
@@ -151,7 +175,7 @@ impl Store {
 
     /// Opens an existing index for reading; a clear error when there is none.
     pub async fn open_existing(uri: &str) -> Result<Self, IndexError> {
-        let conn = lancedb::connect(uri).execute().await.map_err(db)?;
+        let conn = connect(uri).await?;
         let names = conn.table_names().execute().await.map_err(db)?;
         if !names.iter().any(|n| n == CHUNKS) {
             return Err(IndexError::Store(format!(

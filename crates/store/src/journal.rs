@@ -6,13 +6,14 @@
 //! page it came from is written, and every URL of a batch is queued before the batch is
 //! acknowledged.
 //!
-//! The channel is unbounded on purpose: reports are small, the thread commits far faster
-//! than a crawl produces them, and a bounded channel would let a stage holding a state
-//! lock wait on the disk.
+//! The reports waiting for the thread are bounded in bytes ([`HELD_BYTES`], counted until
+//! their commit): a disk slower than the crawl makes the stages wait for it instead of the
+//! reports growing the process (a discovered batch can hold 50,000 URLs). Stages report
+//! after they let go of the state's lock, so a wait holds up no other stage.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
@@ -23,6 +24,8 @@ use crate::{StoreError, StoreResult};
 
 pub const COMMIT_EVERY: Duration = Duration::from_millis(100);
 pub const COMMIT_EVENTS: usize = 20_000;
+/// Bytes of reports sent and not yet committed past which a report waits.
+pub const HELD_BYTES: usize = 64 << 20;
 
 /// What a written page leaves in the store.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -96,16 +99,96 @@ enum Event {
     Nothing,
 }
 
+impl Event {
+    /// About what the report holds in memory until its commit.
+    fn bytes(&self) -> usize {
+        const BASE: usize = 64;
+        BASE + match self {
+            Event::Seen(url) | Event::Dropped(url) | Event::Queued { url, .. } => url.len(),
+            Event::Published(_, json) => json.len(),
+            Event::Written {
+                pages, counters, ..
+            } => {
+                pages.iter().map(PageFacts::bytes).sum::<usize>()
+                    + counters.keys().map(|k| k.len() + 16).sum::<usize>()
+            }
+            Event::Acked(_) | Event::Indexed(_) | Event::Close | Event::Nothing => 0,
+        }
+    }
+}
+
+impl PageFacts {
+    fn bytes(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        std::mem::size_of::<PageFacts>()
+            + self.url.len()
+            + self.final_url.len()
+            + self.fetched_at.len()
+            + [
+                &self.error,
+                &self.etag,
+                &self.last_modified,
+                &self.payload_digest,
+                &self.text_hash,
+                &self.simhash,
+                &self.duplicate_of,
+                &self.warc_record_id,
+                &self.warc_date,
+                &self.changed_at,
+                &self.next_due,
+            ]
+            .into_iter()
+            .map(opt)
+            .sum::<usize>()
+    }
+}
+
+/// Bytes of reports sent and not yet committed.
+#[derive(Default)]
+struct Held {
+    bytes: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Held {
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.bytes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `n` more bytes fit (a report larger than the bound goes alone).
+    fn take(&self, n: usize) {
+        let mut held = self.lock();
+        while *held > 0 && *held + n > HELD_BYTES {
+            held = self
+                .freed
+                .wait_timeout(held, COMMIT_EVERY)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        *held += n;
+    }
+
+    fn give(&self, n: usize) {
+        let mut held = self.lock();
+        *held = held.saturating_sub(n);
+        self.freed.notify_all();
+    }
+}
+
 /// The stages' handle on the journal; cheap to clone.
 #[derive(Clone)]
 pub struct Journal {
-    tx: Sender<Event>,
+    tx: Sender<(Event, usize)>,
+    held: Arc<Held>,
     failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Journal {
     fn send(&self, e: Event) -> CoreResult<()> {
-        self.tx.send(e).map_err(|_| {
+        let n = e.bytes();
+        self.held.take(n);
+        self.tx.send((e, n)).map_err(|_| {
+            self.held.give(n);
             let why = self
                 .failure
                 .lock()
@@ -181,11 +264,15 @@ impl JournalTask {
     pub fn start(conn: Connection) -> StoreResult<JournalTask> {
         let (tx, rx) = mpsc::channel();
         let failure = Arc::new(Mutex::new(None));
+        let held = Arc::new(Held::default());
         let f = failure.clone();
+        let h = held.clone();
         let thread = std::thread::Builder::new()
             .name("crawl-store".into())
             .spawn(move || {
-                let r = run(conn, rx);
+                let r = run(conn, rx, &h);
+                // Nothing is committed any more: no report waits for room.
+                h.give(usize::MAX);
                 if let Err(e) = &r {
                     tracing::error!(error = %e, "the crawl store stopped");
                     *f.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
@@ -193,7 +280,7 @@ impl JournalTask {
                 r
             })?;
         Ok(JournalTask {
-            journal: Journal { tx, failure },
+            journal: Journal { tx, held, failure },
             thread,
         })
     }
@@ -208,7 +295,7 @@ impl JournalTask {
         let JournalTask { journal, thread } = self;
         // Handles may outlive the crawl (the state is read for the report): the thread
         // stops on this report, not when the last handle goes.
-        let _ = journal.tx.send(Event::Close);
+        let _ = journal.tx.send((Event::Close, 0));
         let conn = thread
             .join()
             .map_err(|_| StoreError::Stopped("the writer thread panicked".into()))??;
@@ -220,31 +307,32 @@ impl JournalTask {
     }
 }
 
-fn run(mut conn: Connection, rx: Receiver<Event>) -> StoreResult<Connection> {
+fn run(mut conn: Connection, rx: Receiver<(Event, usize)>, held: &Held) -> StoreResult<Connection> {
     let mut batch = Batch::default();
     loop {
         let wait = batch.since.map_or(Duration::from_secs(3600), |t| {
             COMMIT_EVERY.saturating_sub(t.elapsed())
         });
         match rx.recv_timeout(wait) {
-            Ok(Event::Close) => {
-                batch.commit(&mut conn)?;
+            Ok((Event::Close, _)) => {
+                batch.commit(&mut conn, held)?;
                 return Ok(conn);
             }
-            Ok(e) => {
+            Ok((e, n)) => {
+                batch.bytes += n;
                 batch.push(e);
-                if batch.events.len() >= COMMIT_EVENTS {
-                    batch.commit(&mut conn)?;
+                if batch.events.len() >= COMMIT_EVENTS || batch.bytes >= HELD_BYTES / 2 {
+                    batch.commit(&mut conn, held)?;
                 }
             }
-            Err(RecvTimeoutError::Timeout) => batch.commit(&mut conn)?,
+            Err(RecvTimeoutError::Timeout) => batch.commit(&mut conn, held)?,
             Err(RecvTimeoutError::Disconnected) => {
-                batch.commit(&mut conn)?;
+                batch.commit(&mut conn, held)?;
                 return Ok(conn);
             }
         }
         if batch.since.is_some_and(|t| t.elapsed() >= COMMIT_EVERY) {
-            batch.commit(&mut conn)?;
+            batch.commit(&mut conn, held)?;
         }
     }
 }
@@ -256,6 +344,8 @@ struct Batch {
     /// Where each batch published since the last commit sits in `events`.
     published: HashMap<u64, usize>,
     since: Option<Instant>,
+    /// What the reports of `events` were counted as when sent.
+    bytes: usize,
 }
 
 impl Batch {
@@ -275,7 +365,14 @@ impl Batch {
         }
     }
 
-    fn commit(&mut self, conn: &mut Connection) -> StoreResult<()> {
+    /// Commits the reports and gives their bytes back to the senders.
+    fn commit(&mut self, conn: &mut Connection, held: &Held) -> StoreResult<()> {
+        self.apply(conn)?;
+        held.give(std::mem::take(&mut self.bytes));
+        Ok(())
+    }
+
+    fn apply(&mut self, conn: &mut Connection) -> StoreResult<()> {
         self.published.clear();
         self.since = None;
         if self.events.is_empty() {
@@ -416,5 +513,67 @@ pub fn kind_of(s: &str) -> UrlKind {
         "sitemap" => UrlKind::Sitemap,
         "feed" => UrlKind::Feed,
         _ => UrlKind::Page,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use trawl_core::{DiscoveredUrl, MESSAGE_VERSION};
+
+    use super::*;
+
+    #[test]
+    fn a_report_past_the_bound_waits_for_a_commit() {
+        let held = Arc::new(Held::default());
+        held.take(HELD_BYTES - 10);
+        let (tx, rx) = mpsc::channel();
+        let h = held.clone();
+        std::thread::spawn(move || {
+            h.take(100);
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+        held.give(HELD_BYTES - 10);
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(*held.lock(), 100);
+        // One report larger than the bound goes alone.
+        held.give(100);
+        held.take(2 * HELD_BYTES);
+        assert_eq!(*held.lock(), 2 * HELD_BYTES);
+    }
+
+    #[test]
+    fn reports_larger_than_the_bound_together_are_all_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = schema::open(&dir.path().join("crawl.db")).unwrap();
+        let task = JournalTask::start(conn).unwrap();
+        let j = task.journal();
+        // Four batches of about a third of the bound each.
+        let urls: Vec<DiscoveredUrl> = (0..HELD_BYTES / 3 / 100)
+            .map(|n| DiscoveredUrl {
+                url: format!("http://a.test/{n:060}"),
+                depth: 1,
+                kind: UrlKind::Page,
+                lastmod: None,
+            })
+            .collect();
+        let batch = Discovered {
+            v: MESSAGE_VERSION,
+            crawl: "c".into(),
+            source: None,
+            urls,
+        };
+        for id in 1..=4 {
+            j.published(id, &batch).unwrap();
+        }
+        drop(j);
+        task.finish(false).unwrap();
+        let conn = schema::open(&dir.path().join("crawl.db")).unwrap();
+        let n: i64 = conn
+            .query_row("SELECT COUNT(*) FROM pending", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 4);
     }
 }

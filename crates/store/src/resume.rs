@@ -185,16 +185,17 @@ fn kept(row: &rusqlite::Row<'_>) -> StoreResult<Option<KeptPage>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use trawl_core::journal::Journal as _;
     use trawl_core::{DiscoveredUrl, PageRecord, UrlKind};
 
     use super::*;
     use crate::journal::JournalTask;
 
-    fn spec() -> CrawlSpec {
+    /// The spec of a crawl `crawl` of `http://a.test/` (the store's tests share it).
+    pub(crate) fn spec_of(crawl: &str) -> CrawlSpec {
         CrawlSpec {
-            crawl: "c1".into(),
+            crawl: crawl.into(),
             start: vec![("http://a.test/".into(), UrlKind::Page)],
             settings: Default::default(),
             index: Default::default(),
@@ -202,6 +203,10 @@ mod tests {
             due_only: false,
             state_shards: 1,
         }
+    }
+
+    fn spec() -> CrawlSpec {
+        spec_of("c1")
     }
 
     fn job(url: &str) -> FetchJob {

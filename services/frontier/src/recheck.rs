@@ -93,35 +93,54 @@ pub async fn offer_unreached(
     state: &dyn State,
     discovered: &dyn Queue<Discovered>,
 ) -> Result<usize, CoreError> {
-    let mut missing = Vec::new();
-    for (url, depth, kind) in history.known().await? {
-        if !state.seen_contains(&url).await? {
-            missing.push(DiscoveredUrl {
+    let mut offered = 0;
+    let mut cursor = None;
+    loop {
+        let page = history.known(cursor).await?;
+        let keys: Vec<String> = page.urls.iter().map(|(u, _, _)| u.clone()).collect();
+        let seen = state.seen_contains_many(&keys).await?;
+        let missing: Vec<DiscoveredUrl> = page
+            .urls
+            .into_iter()
+            .zip(seen)
+            .filter(|(_, seen)| !seen)
+            .map(|((url, depth, kind), _)| DiscoveredUrl {
                 url,
                 depth,
                 kind,
                 lastmod: None,
-            });
+            })
+            .collect();
+        if offered == 0 && !missing.is_empty() {
+            tracing::info!(
+                crawl,
+                "checking the earlier crawl's URLs this crawl did not reach"
+            );
+        }
+        offered += missing.len();
+        for chunk in missing.chunks(1000) {
+            let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
+            unlinked.add(&urls).await?;
+            discovered
+                .publish(Discovered {
+                    v: MESSAGE_VERSION,
+                    crawl: crawl.to_string(),
+                    source: None,
+                    urls: chunk.to_vec(),
+                })
+                .await?;
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
         }
     }
-    if !missing.is_empty() {
+    if offered > 0 {
         tracing::info!(
             crawl,
-            urls = missing.len(),
-            "checking the earlier crawl's URLs this crawl did not reach"
+            urls = offered,
+            "offered the earlier crawl's unreached URLs"
         );
     }
-    for chunk in missing.chunks(1000) {
-        let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
-        unlinked.add(&urls).await?;
-        discovered
-            .publish(Discovered {
-                v: MESSAGE_VERSION,
-                crawl: crawl.to_string(),
-                source: None,
-                urls: chunk.to_vec(),
-            })
-            .await?;
-    }
-    Ok(missing.len())
+    Ok(offered)
 }

@@ -492,7 +492,8 @@ pub fn text_change(old: &str, new: &str, cap: usize) -> TextChange {
 mod tests {
     use std::collections::HashMap;
 
-    use trawl_core::{FetchFailure, ResponseFacts, UrlKind};
+    use trawl_core::history::KnownPage;
+    use trawl_core::{FetchFailure, ResponseFacts};
 
     use super::*;
 
@@ -511,8 +512,8 @@ mod tests {
         async fn previous(&self, url: &str) -> CoreResult<Option<PageRecord>> {
             Ok(self.records.get(url).cloned())
         }
-        async fn known(&self) -> CoreResult<Vec<(String, u32, UrlKind)>> {
-            Ok(Vec::new())
+        async fn known(&self, _: Option<String>) -> CoreResult<KnownPage> {
+            Ok(KnownPage::default())
         }
     }
 
