@@ -111,12 +111,6 @@ pub async fn offer_unreached(
                 lastmod: None,
             })
             .collect();
-        if offered == 0 && !missing.is_empty() {
-            tracing::info!(
-                crawl,
-                "checking the earlier crawl's URLs this crawl did not reach"
-            );
-        }
         offered += missing.len();
         for chunk in missing.chunks(1000) {
             let urls: Vec<String> = chunk.iter().map(|u| u.url.clone()).collect();
@@ -130,17 +124,82 @@ pub async fn offer_unreached(
                 })
                 .await?;
         }
-        match page.next {
-            Some(next) => cursor = Some(next),
-            None => break,
+        cursor = page.next;
+        if cursor.is_none() {
+            break;
         }
     }
     if offered > 0 {
         tracing::info!(
             crawl,
             urls = offered,
-            "offered the earlier crawl's unreached URLs"
+            "checking the earlier crawl's URLs this crawl did not reach"
         );
     }
     Ok(offered)
+}
+
+#[cfg(test)]
+mod tests {
+    use trawl_core::history::{KnownPage, MemoryUnlinked, Prior};
+    use trawl_core::queue::MemoryQueue;
+    use trawl_core::state::{MemoryState, WorkTracker};
+    use trawl_core::{PageRecord, UrlKind};
+
+    use super::*;
+
+    /// An earlier crawl of `pages` pages of three URLs each, the page after `n` named `n+1`.
+    struct Pages(usize);
+
+    fn url(page: usize, i: usize) -> String {
+        format!("http://a.test/{page}/{i}")
+    }
+
+    #[async_trait::async_trait]
+    impl History for Pages {
+        async fn prior(&self, _: &str) -> trawl_core::CoreResult<Option<Prior>> {
+            Ok(None)
+        }
+        async fn previous(&self, _: &str) -> trawl_core::CoreResult<Option<PageRecord>> {
+            Ok(None)
+        }
+        async fn known(&self, cursor: Option<String>) -> trawl_core::CoreResult<KnownPage> {
+            let page: usize = cursor.map_or(0, |c| c.parse().unwrap());
+            Ok(KnownPage {
+                urls: (0..3).map(|i| (url(page, i), 1, UrlKind::Page)).collect(),
+                next: (page + 1 < self.0).then(|| (page + 1).to_string()),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn every_page_of_the_earlier_crawl_is_checked_and_seen_urls_are_not_offered() {
+        let state = MemoryState::new(100, 1, WorkTracker::default());
+        for seen in [url(0, 1), url(2, 0), url(2, 2)] {
+            state.seen_add(&seen).await.unwrap();
+        }
+        let unlinked = MemoryUnlinked::default();
+        let queue = MemoryQueue::<Discovered>::new(100, WorkTracker::default());
+        let n = offer_unreached("c", &Pages(3), &unlinked, &state, &queue)
+            .await
+            .unwrap();
+        assert_eq!(n, 6);
+        let mut offered: Vec<String> = Vec::new();
+        for d in queue.pull(100, Duration::from_millis(10)).await.unwrap() {
+            offered.extend(d.msg.urls.into_iter().map(|u| u.url));
+        }
+        let want = [
+            url(0, 0),
+            url(0, 2),
+            url(1, 0),
+            url(1, 1),
+            url(1, 2),
+            url(2, 1),
+        ];
+        assert_eq!(offered, want);
+        for u in &want {
+            assert!(unlinked.contains(u).await.unwrap(), "{u} marked unlinked");
+        }
+        assert!(!unlinked.contains(&url(0, 1)).await.unwrap());
+    }
 }
