@@ -1,7 +1,7 @@
 //! Pages in, chunks out: chunk, pass every chunk through the chunk gate, embed the new ones
 //! in batches, write them to LanceDB, and replace a page's chunks when it comes again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +14,7 @@ use xxhash_rust::xxh3::xxh3_128;
 use crate::chunk::{Chunker, ChunkerConfig, Draft};
 use crate::embed::Embedder;
 use crate::gate::{ChunkGate, ChunkVerdict};
+use crate::state::IndexState;
 use crate::store::{AliasRow, ChunkRow, Store};
 use crate::{IndexError, model};
 
@@ -102,6 +103,8 @@ pub struct IndexStats {
     pub tokens: u64,
     pub embed_seconds: f64,
     pub write_seconds: f64,
+    /// Times the tables' fragments were merged during the run.
+    pub compactions: u64,
     pub indexes_built: Vec<String>,
 }
 
@@ -134,10 +137,9 @@ pub struct Indexer {
     embedder: Option<Arc<Embedder>>,
     chunker: Chunker,
     gate: Option<ChunkGate>,
-    /// Canonical URL -> ids of its chunks and aliases, stored or pending.
-    pages: HashMap<String, Vec<String>>,
-    /// Stored chunk id -> ids of the aliases that point at it, and their pages.
-    alias_targets: HashMap<String, Vec<(String, String)>>,
+    /// The chunk gate's chunks, each canonical URL's chunk and alias ids (stored or
+    /// pending), and the stored chunks aliases point at: in a file, not in memory.
+    state: IndexState,
     pending: Vec<(ChunkRow, String)>,
     pending_aliases: Vec<AliasRow>,
     /// Pages whose stored rows go before the pending ones are written.
@@ -146,8 +148,14 @@ pub struct Indexer {
     orphaned: HashSet<String>,
     /// Stored chunks moving to a better home: (their id, the new home's id, distance).
     demoted: Vec<(String, String, u32)>,
+    /// Writes since the table's fragments were last compacted.
+    writes: u32,
     stats: IndexStats,
 }
+
+/// Writes between compactions of the tables (`Store::compact`): with 512 chunks a flush,
+/// about 32,000 chunks.
+const COMPACT_EVERY: u32 = 64;
 
 /// The id of a page's `n`th chunk: stable across runs for the same canonical URL.
 pub fn chunk_id(canonical: &str, n: usize) -> String {
@@ -200,6 +208,16 @@ pub fn excluded(
         .map(Purpose::as_str)
 }
 
+/// Where the indexer's state file goes: beside a local index, on the disk meant to hold
+/// it; for an index elsewhere (object storage), in the system's temporary directory.
+fn state_dir(uri: &str) -> PathBuf {
+    if uri.contains("://") {
+        std::env::temp_dir()
+    } else {
+        PathBuf::from(uri)
+    }
+}
+
 fn parse_ms(s: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.timestamp_millis())
@@ -223,40 +241,39 @@ impl Indexer {
             None => Chunker::words(opts.chunker.clone())?,
         };
         let store = Store::open(&opts.uri, embedder.as_ref().map(|e| e.dim())).await?;
-        let mut gate = opts.dedup_distance.map(ChunkGate::new);
-        let mut pages: HashMap<String, Vec<String>> = HashMap::new();
-        for s in store.seed().await? {
-            if let Some(g) = gate.as_mut() {
-                g.insert(
-                    &s.id,
-                    Fingerprint {
+        let gate = opts.dedup_distance.map(ChunkGate::new);
+        let mut state = IndexState::create(&state_dir(&opts.uri))?;
+        store
+            .seed(|s| {
+                if let Some(g) = gate {
+                    let fp = Fingerprint {
                         simhash: s.chunk_simhash,
                         exact: s.chunk_hash,
-                    },
-                    s.words as usize,
-                    s.chunks_in_page,
-                );
-            }
-            pages.entry(s.canonical_url).or_default().push(s.id);
-        }
-        let mut alias_targets: HashMap<String, Vec<(String, String)>> = HashMap::new();
-        for (id, canon, of) in store.alias_links().await? {
-            pages.entry(canon.clone()).or_default().push(id.clone());
-            alias_targets.entry(of).or_default().push((id, canon));
-        }
+                    };
+                    g.insert(&mut state, s.id, fp, s.words as usize, s.chunks_in_page)?;
+                }
+                state.add_to_page(s.canonical_url, s.id)
+            })
+            .await?;
+        store
+            .alias_links(|id, canon, of| {
+                state.add_to_page(canon, id)?;
+                state.add_target(of)
+            })
+            .await?;
         Ok(Self {
             opts,
             store,
             embedder,
             chunker,
             gate,
-            pages,
-            alias_targets,
+            state,
             pending: Vec::new(),
             pending_aliases: Vec::new(),
             replace: HashSet::new(),
             orphaned: HashSet::new(),
             demoted: Vec::new(),
+            writes: 0,
             stats: IndexStats::default(),
         })
     }
@@ -288,7 +305,7 @@ impl Indexer {
     pub async fn add_page(&mut self, page: &PageRecord) -> Result<bool, IndexError> {
         if excluded(page, &self.opts.purposes).is_some() {
             // A page that turned noindex (or reserved) on a re-crawl takes its rows along.
-            self.remove_page(canonical_url(page));
+            self.remove_page(canonical_url(page))?;
             self.stats.pages_excluded += 1;
             return Ok(false);
         }
@@ -297,8 +314,8 @@ impl Indexer {
             return Ok(false);
         }
         let canonical = canonical_url(page).to_string();
-        if let Some(old) = self.pages.remove(&canonical) {
-            self.forget(&canonical, &old);
+        if let Some(old) = self.state.take_page(&canonical)? {
+            self.forget(&canonical, &old)?;
             self.stats.pages_replaced += 1;
         }
         let title = page.title.clone().unwrap_or_default();
@@ -317,14 +334,14 @@ impl Indexer {
             ids.push(id.clone());
             let fp = fingerprint(&d.text);
             let words = trawl_dedup::simhash::words(&d.text).len();
-            let verdict = match &self.gate {
-                Some(g) => g.check(&fp, words),
+            let verdict = match self.gate {
+                Some(g) => g.check(&self.state, &fp, words)?,
                 None => ChunkVerdict::New,
             };
             // The text is more of this page than of the one holding it: it moves here.
             let verdict = match verdict {
-                ChunkVerdict::Alias { of, distance } if self.better_home(&of, total) => {
-                    self.rehome(of, &id, distance);
+                ChunkVerdict::Alias { of, distance } if self.better_home(&of, total)? => {
+                    self.rehome(of, &id, distance)?;
                     ChunkVerdict::New
                 }
                 v => v,
@@ -357,8 +374,8 @@ impl Indexer {
                     });
                 }
                 ChunkVerdict::New => {
-                    if let Some(g) = self.gate.as_mut() {
-                        g.insert(&id, fp, words, total);
+                    if let Some(g) = self.gate {
+                        g.insert(&mut self.state, &id, fp, words, total)?;
                     }
                     self.stats.chunks += 1;
                     self.stats.tokens += tokens as u64;
@@ -385,7 +402,7 @@ impl Indexer {
                 }
             }
         }
-        self.pages.insert(canonical, ids);
+        self.state.put_page(&canonical, &ids)?;
         self.stats.pages += 1;
         if self.pending.len() >= self.opts.flush_chunks {
             self.flush().await?;
@@ -395,19 +412,19 @@ impl Indexer {
 
     /// Whether a page of `total` chunks is a better home for the stored chunk `of`: the
     /// chunk is a larger part of it than of the page holding it.
-    fn better_home(&self, of: &str, total: u32) -> bool {
-        self.gate
-            .as_ref()
-            .and_then(|g| g.total(of))
-            .is_some_and(|t| total < t)
+    fn better_home(&self, of: &str, total: u32) -> Result<bool, IndexError> {
+        let Some(g) = self.gate else {
+            return Ok(false);
+        };
+        Ok(g.total(&self.state, of)?.is_some_and(|t| total < t))
     }
 
     /// Turns the stored (or pending) chunk `old` into an alias of `new`, which the caller
     /// stores: a pending row moves now, a stored one at the flush; aliases pointing at
     /// `old` are resolved again (they find `new`).
-    fn rehome(&mut self, old: String, new: &str, distance: u32) {
-        if let Some(g) = self.gate.as_mut() {
-            g.remove(&old);
+    fn rehome(&mut self, old: String, new: &str, distance: u32) -> Result<(), IndexError> {
+        if let Some(g) = self.gate {
+            g.remove(&mut self.state, &old)?;
         }
         self.stats.chunks_rehomed += 1;
         self.orphaned.insert(old.clone());
@@ -430,6 +447,7 @@ impl Indexer {
             }
             None => self.demoted.push((old, new.to_string(), distance)),
         }
+        Ok(())
     }
 
     /// Stored chunks that moved home become aliases of their new home, once it is written
@@ -450,38 +468,35 @@ impl Indexer {
         rows.retain(|r| !r.alias_of.is_empty());
         self.store.add(&[], &rows).await?;
         for a in rows {
-            self.alias_targets
-                .entry(a.alias_of)
-                .or_default()
-                .push((a.id, a.canonical_url));
+            self.state.add_target(&a.alias_of)?;
         }
         Ok(())
     }
 
     /// Takes the page indexed under `canonical` out (its rows go at the next flush, and
     /// aliases pointing at them are resolved again). False when it is not in the index.
-    pub fn remove_page(&mut self, canonical: &str) -> bool {
-        match self.pages.remove(canonical) {
+    pub fn remove_page(&mut self, canonical: &str) -> Result<bool, IndexError> {
+        match self.state.take_page(canonical)? {
             Some(old) => {
-                self.forget(canonical, &old);
+                self.forget(canonical, &old)?;
                 self.stats.pages_removed += 1;
-                true
+                Ok(true)
             }
-            None => false,
+            None => Ok(false),
         }
     }
 
     /// Takes a page's earlier chunks out of the gate, the queue and (at the next flush)
     /// the table.
-    fn forget(&mut self, canonical: &str, old: &[String]) {
+    fn forget(&mut self, canonical: &str, old: &[String]) -> Result<(), IndexError> {
         let old_set: HashSet<&String> = old.iter().collect();
         let before = self.pending.len() + self.pending_aliases.len();
         self.pending.retain(|(r, _)| !old_set.contains(&r.id));
         self.pending_aliases.retain(|a| !old_set.contains(&a.id));
         let dropped_pending = before - self.pending.len() - self.pending_aliases.len();
-        if let Some(g) = self.gate.as_mut() {
+        if let Some(g) = self.gate {
             for id in old {
-                g.remove(id);
+                g.remove(&mut self.state, id)?;
             }
         }
         if dropped_pending < old.len() {
@@ -491,6 +506,7 @@ impl Indexer {
         for id in old {
             self.orphaned.insert(id.clone());
         }
+        Ok(())
     }
 
     /// Aliases (stored or pending, of other pages) that pointed at chunks now gone go
@@ -508,11 +524,12 @@ impl Indexer {
                 .partition(|a| !gone.contains(&a.alias_of));
         self.pending_aliases = keep;
         redo.extend(moved);
-        let stored_targets: Vec<String> = orphaned
-            .iter()
-            .filter(|id| self.alias_targets.contains_key(*id))
-            .cloned()
-            .collect();
+        let mut stored_targets: Vec<String> = Vec::new();
+        for id in &orphaned {
+            if self.state.is_target(id)? {
+                stored_targets.push(id.clone());
+            }
+        }
         if !stored_targets.is_empty() {
             let rows = self.store.aliases_of(&stored_targets).await?;
             let rows: Vec<AliasRow> = rows
@@ -520,7 +537,7 @@ impl Indexer {
                 .filter(|a| !self.replace.contains(&a.canonical_url))
                 .collect();
             for t in &stored_targets {
-                self.alias_targets.remove(t);
+                self.state.remove_target(t)?;
             }
             let ids: Vec<String> = rows.iter().map(|a| a.id.clone()).collect();
             self.store.delete_aliases(&ids).await?;
@@ -529,8 +546,8 @@ impl Indexer {
         for a in redo {
             let fp = fingerprint(&a.text);
             let words = trawl_dedup::simhash::words(&a.text).len();
-            let verdict = match &self.gate {
-                Some(g) => g.check(&fp, words),
+            let verdict = match self.gate {
+                Some(g) => g.check(&self.state, &fp, words)?,
                 None => ChunkVerdict::New,
             };
             match verdict {
@@ -540,9 +557,9 @@ impl Indexer {
                     ..a
                 }),
                 ChunkVerdict::New => {
-                    let total = self.pages.get(&a.canonical_url).map_or(0, |v| v.len()) as u32;
-                    if let Some(g) = self.gate.as_mut() {
-                        g.insert(&a.id, fp, words, total);
+                    let total = self.state.page_len(&a.canonical_url)? as u32;
+                    if let Some(g) = self.gate {
+                        g.insert(&mut self.state, &a.id, fp, words, total)?;
                     }
                     let tokens = self.chunker.count(&a.text)?;
                     let embed_text = a.text.clone();
@@ -599,13 +616,16 @@ impl Indexer {
         let pages: Vec<String> = self.replace.drain().collect();
         let aliases = std::mem::take(&mut self.pending_aliases);
         self.store.replace_pages(&pages, &rows, &aliases).await?;
-        for a in aliases {
-            self.alias_targets
-                .entry(a.alias_of)
-                .or_default()
-                .push((a.id, a.canonical_url));
+        for a in &aliases {
+            self.state.add_target(&a.alias_of)?;
         }
         self.demote_stored().await?;
+        self.writes += 1;
+        if self.writes >= COMPACT_EVERY {
+            self.store.compact().await?;
+            self.writes = 0;
+            self.stats.compactions += 1;
+        }
         self.stats.write_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }

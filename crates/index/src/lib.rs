@@ -10,6 +10,7 @@ pub mod indexer;
 pub mod preview;
 mod rows;
 pub mod search;
+pub mod state;
 pub mod store;
 
 pub use chunk::{Chunker, ChunkerConfig};

@@ -4,10 +4,11 @@
 
 use arrow_array::{Array, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, SchemaRef};
+use futures_util::TryStreamExt;
 use lancedb::index::Index;
 use lancedb::index::scalar::FtsIndexBuilder;
 use lancedb::index::vector::IvfPqIndexBuilder;
-use lancedb::query::{QueryBase, Select};
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::OptimizeAction;
 use lancedb::{Connection, DistanceType, Table};
 
@@ -74,10 +75,11 @@ async fn replace_rows(
     Ok(())
 }
 
-/// What the gate needs of every stored chunk, read back when an index is reopened.
-pub struct Seed {
-    pub id: String,
-    pub canonical_url: String,
+/// What the gate and the page map need of one stored chunk, read back when an index is
+/// reopened.
+pub struct Seed<'a> {
+    pub id: &'a str,
+    pub canonical_url: &'a str,
     pub chunk_hash: u128,
     pub chunk_simhash: u64,
     pub words: u32,
@@ -98,6 +100,10 @@ pub struct Store {
 const METADATA_CACHE_BYTES: usize = 64 << 20;
 /// Bytes LanceDB may keep of opened search indexes (its default is 6 GiB).
 const INDEX_CACHE_BYTES: usize = 512 << 20;
+
+/// How long an old version of a table stays readable after a newer one is written: a
+/// search that opened it (`trawl search`, `trawl serve`, during a crawl) finishes first.
+const KEEP_VERSIONS: lancedb::table::Duration = lancedb::table::Duration::minutes(10);
 
 /// A LanceDB session whose caches are bounded by the constants above.
 fn session() -> std::sync::Arc<lancedb::Session> {
@@ -269,6 +275,29 @@ impl Store {
         Ok(())
     }
 
+    /// Merges the small fragments that flushes leave (one or more a flush) into larger
+    /// ones, then drops versions older than [`KEEP_VERSIONS`] and the files only they
+    /// used. Without it a crawl's table is thousands of fragments: every manifest lists
+    /// them all, and every version's files stay on disk.
+    pub async fn compact(&self) -> Result<(), IndexError> {
+        for t in [&self.chunks, &self.aliases] {
+            t.optimize(OptimizeAction::Compact {
+                options: lancedb::table::CompactionOptions::default(),
+                remap_options: None,
+            })
+            .await
+            .map_err(db)?;
+            t.optimize(OptimizeAction::Prune {
+                older_than: Some(KEEP_VERSIONS),
+                delete_unverified: Some(false),
+                error_if_tagged_old_versions: Some(false),
+            })
+            .await
+            .map_err(db)?;
+        }
+        Ok(())
+    }
+
     pub async fn count(&self) -> Result<(usize, usize), IndexError> {
         Ok((
             self.chunks.count_rows(None).await.map_err(db)?,
@@ -276,20 +305,22 @@ impl Store {
         ))
     }
 
-    /// Everything the chunk gate and the page map need, from the stored chunks.
-    pub async fn seed(&self) -> Result<Vec<Seed>, IndexError> {
-        let batches = collect(&self.chunks.query().select(Select::columns(&[
+    /// Calls `each` with what the chunk gate and the page map need of every stored
+    /// chunk, one batch read at a time: an index of millions of chunks is never held whole.
+    pub async fn seed(
+        &self,
+        mut each: impl FnMut(Seed<'_>) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
+        let query = self.chunks.query().select(Select::columns(&[
             "id",
             "canonical_url",
             "chunk_hash",
             "chunk_simhash",
             "words",
             "chunks_in_page",
-        ])))
-        .await
-        .map_err(db)?;
-        let mut out = Vec::new();
-        for b in batches {
+        ]));
+        let mut batches = query.execute().await.map_err(db)?;
+        while let Some(b) = batches.try_next().await.map_err(db)? {
             let id = col::<StringArray>(&b, "id")?;
             let canon = col::<StringArray>(&b, "canonical_url")?;
             let hash = col::<StringArray>(&b, "chunk_hash")?;
@@ -297,17 +328,17 @@ impl Store {
             let words = col::<UInt32Array>(&b, "words")?;
             let total = col::<UInt32Array>(&b, "chunks_in_page")?;
             for i in 0..b.num_rows() {
-                out.push(Seed {
-                    id: id.value(i).to_string(),
-                    canonical_url: canon.value(i).to_string(),
+                each(Seed {
+                    id: id.value(i),
+                    canonical_url: canon.value(i),
                     chunk_hash: u128::from_str_radix(hash.value(i), 16).unwrap_or(0),
                     chunk_simhash: sim.value(i),
                     words: words.value(i),
                     chunks_in_page: total.value(i),
-                });
+                })?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The alias rows that point at any of `targets`.
@@ -371,29 +402,26 @@ impl Store {
         Ok(())
     }
 
-    /// Every alias row (id, its page, the chunk it points at).
-    pub async fn alias_links(&self) -> Result<Vec<(String, String, String)>, IndexError> {
-        let batches = collect(&self.aliases.query().select(Select::columns(&[
-            "id",
-            "canonical_url",
-            "alias_of",
-        ])))
-        .await
-        .map_err(db)?;
-        let mut out = Vec::new();
-        for b in batches {
+    /// Calls `each` with every alias row's id, page and the chunk it points at, one batch
+    /// read at a time.
+    pub async fn alias_links(
+        &self,
+        mut each: impl FnMut(&str, &str, &str) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
+        let query =
+            self.aliases
+                .query()
+                .select(Select::columns(&["id", "canonical_url", "alias_of"]));
+        let mut batches = query.execute().await.map_err(db)?;
+        while let Some(b) = batches.try_next().await.map_err(db)? {
             let id = col::<StringArray>(&b, "id")?;
             let canon = col::<StringArray>(&b, "canonical_url")?;
             let of = col::<StringArray>(&b, "alias_of")?;
             for i in 0..b.num_rows() {
-                out.push((
-                    id.value(i).to_string(),
-                    canon.value(i).to_string(),
-                    of.value(i).to_string(),
-                ));
+                each(id.value(i), canon.value(i), of.value(i))?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Builds what searching needs: the full-text index on `text` (rebuilt to take new

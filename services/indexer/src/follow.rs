@@ -186,7 +186,7 @@ pub async fn follow_pages(
                     indexer.add_page(&page).await?;
                 }
                 Some(IndexItem::Remove(canonical, _)) => {
-                    indexer.remove_page(&canonical);
+                    indexer.remove_page(&canonical)?;
                 }
                 None => {}
             }

@@ -447,7 +447,7 @@ async fn lease_writes(
 pub struct RecrawlOutputs {
     pub compare: changes::Recrawl,
     pub changes: std::sync::Mutex<JsonlSink>,
-    pub notify: Option<tokio::sync::mpsc::UnboundedSender<ChangeEvent>>,
+    pub notify: Option<tokio::sync::mpsc::Sender<ChangeEvent>>,
     pub publish: Option<Arc<dyn Queue<ChangeEvent>>>,
 }
 
@@ -587,7 +587,7 @@ async fn write_docs(
                             indexer.add_page(&o.page).await?;
                         }
                         changes::IndexAction::Remove(c) => {
-                            indexer.remove_page(&c);
+                            indexer.remove_page(&c)?;
                         }
                         changes::IndexAction::Keep => {}
                     }
@@ -625,9 +625,10 @@ async fn write_docs(
             if let Some(r) = &side.recrawl
                 && let (Some(tx), Some(e)) = (&r.notify, o.event)
             {
-                // The notifier outlives the writer; a closed one only loses deliveries,
-                // never the events (they are in changes.jsonl).
-                let _ = tx.send(e);
+                // Never waits: an event the notifier's bounded channel cannot take now
+                // (a receiver slower than the crawl), or a closed notifier, loses no
+                // event; it is in changes.jsonl, where the notifier reads it back.
+                let _ = tx.try_send(e);
             }
             docs.ack(id).await?;
         }

@@ -56,29 +56,17 @@ pub(super) fn recrawl_parts(
                 wait_after: Duration::from_secs(s.webhook_wait_s),
                 undelivered: opts.out.join("changes-undelivered.jsonl"),
                 delivered: opts.out.join("changes-delivered.txt"),
+                changes: opts.out.join("changes.jsonl"),
+                queue_bytes: trawl_notifier::webhook::QUEUE_BYTES,
             };
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            if matches!(plan.start, Start::Resume(_)) {
-                // A kill loses the deliveries in flight: what the earlier runs neither
-                // delivered nor gave up on goes first (the same ids, so receivers dedupe).
-                let owed = trawl_notifier::webhook::pending(
-                    &opts.out.join("changes.jsonl"),
-                    &cfg.delivered,
-                    &cfg.undelivered,
-                );
-                if !owed.is_empty() {
-                    tracing::info!(
-                        events = owed.len(),
-                        "delivering the events the stopped run had not"
-                    );
-                }
-                for e in owed {
-                    let _ = tx.send(e);
-                }
-            }
+            let (tx, rx) = trawl_notifier::webhook::channel();
+            // A kill loses the deliveries in flight: what the earlier runs neither
+            // delivered nor gave up on is read back from changes.jsonl once the crawl is
+            // done (the same ids, so receivers dedupe).
+            let resumed = matches!(plan.start, Start::Resume(_));
             (
                 Some(tx),
-                Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx))),
+                Some(tokio::spawn(trawl_notifier::webhook::run(cfg, rx, resumed))),
             )
         }
         None => (None, None),
