@@ -29,7 +29,7 @@ web_port=18410
 rm -rf "$out"; mkdir -p "$out"
 
 if [ -z "${BIN:-}" ]; then
-  cargo build --release --locked -p trawl --bin trawl -p trawl-testsite
+  cargo build --release --locked -p trawl --bin trawl -p trawl-testsite --bin trawl-testsite
   BIN=$ROOT/target/release
 fi
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return; sleep 0.1; done; echo "port $1:$2 did not open" >&2; exit 1; }

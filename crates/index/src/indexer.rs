@@ -103,8 +103,6 @@ pub struct IndexStats {
     pub tokens: u64,
     pub embed_seconds: f64,
     pub write_seconds: f64,
-    /// Times the tables' fragments were merged during the run.
-    pub compactions: u64,
     pub indexes_built: Vec<String>,
 }
 
@@ -148,14 +146,8 @@ pub struct Indexer {
     orphaned: HashSet<String>,
     /// Stored chunks moving to a better home: (their id, the new home's id, distance).
     demoted: Vec<(String, String, u32)>,
-    /// Writes since the table's fragments were last compacted.
-    writes: u32,
     stats: IndexStats,
 }
-
-/// Writes between compactions of the tables (`Store::compact`): with 512 chunks a flush,
-/// about 32,000 chunks.
-const COMPACT_EVERY: u32 = 64;
 
 /// The id of a page's `n`th chunk: stable across runs for the same canonical URL.
 pub fn chunk_id(canonical: &str, n: usize) -> String {
@@ -273,7 +265,6 @@ impl Indexer {
             replace: HashSet::new(),
             orphaned: HashSet::new(),
             demoted: Vec::new(),
-            writes: 0,
             stats: IndexStats::default(),
         })
     }
@@ -620,12 +611,6 @@ impl Indexer {
             self.state.add_target(&a.alias_of)?;
         }
         self.demote_stored().await?;
-        self.writes += 1;
-        if self.writes >= COMPACT_EVERY {
-            self.store.compact().await?;
-            self.writes = 0;
-            self.stats.compactions += 1;
-        }
         self.stats.write_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }

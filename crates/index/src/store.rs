@@ -101,10 +101,6 @@ const METADATA_CACHE_BYTES: usize = 64 << 20;
 /// Bytes LanceDB may keep of opened search indexes (its default is 6 GiB).
 const INDEX_CACHE_BYTES: usize = 512 << 20;
 
-/// How long an old version of a table stays readable after a newer one is written: a
-/// search that opened it (`trawl search`, `trawl serve`, during a crawl) finishes first.
-const KEEP_VERSIONS: lancedb::table::Duration = lancedb::table::Duration::minutes(10);
-
 /// A LanceDB session whose caches are bounded by the constants above.
 fn session() -> std::sync::Arc<lancedb::Session> {
     std::sync::Arc::new(lancedb::Session::new(
@@ -271,29 +267,6 @@ impl Store {
                 .execute()
                 .await
                 .map_err(db)?;
-        }
-        Ok(())
-    }
-
-    /// Merges the small fragments that flushes leave (one or more a flush) into larger
-    /// ones, then drops versions older than [`KEEP_VERSIONS`] and the files only they
-    /// used. Without it a crawl's table is thousands of fragments: every manifest lists
-    /// them all, and every version's files stay on disk.
-    pub async fn compact(&self) -> Result<(), IndexError> {
-        for t in [&self.chunks, &self.aliases] {
-            t.optimize(OptimizeAction::Compact {
-                options: lancedb::table::CompactionOptions::default(),
-                remap_options: None,
-            })
-            .await
-            .map_err(db)?;
-            t.optimize(OptimizeAction::Prune {
-                older_than: Some(KEEP_VERSIONS),
-                delete_unverified: Some(false),
-                error_if_tagged_old_versions: Some(false),
-            })
-            .await
-            .map_err(db)?;
         }
         Ok(())
     }
