@@ -22,6 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. bench/scale/lib.sh
 pages=${1:-100000}
 hosts=20
 out=$ROOT/bench/out/scale-index
@@ -32,7 +33,6 @@ if [ -z "${BIN:-}" ]; then
   cargo build --release --locked -p trawl --bin trawl -p trawl-testsite --bin trawl-testsite
   BIN=$ROOT/target/release
 fi
-wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return; sleep 0.1; done; echo "port $1:$2 did not open" >&2; exit 1; }
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -42,16 +42,6 @@ trap cleanup EXIT
 pids+=($!)
 wait_port 127.1.0.1 "$web_port"; wait_port "127.1.0.$hosts" "$web_port"
 
-# RSS of a process every second, with the bytes of the file it writes: time rss_kb bytes.
-sample() {
-  local pid=$1 file=$2 log=$3 t=0
-  while kill -0 "$pid" 2>/dev/null; do
-    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-    size=$(stat -c %s "$file" 2>/dev/null || echo 0)
-    echo "$t ${rss:-0} $size" >> "$log"
-    sleep 1; t=$((t + 1))
-  done
-}
 # One run: its name, the pages.jsonl it writes, the command. Wall, CPU and peak RSS from
 # /usr/bin/time.
 run_one() {

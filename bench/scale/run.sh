@@ -27,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. bench/scale/lib.sh
 pages=100000
 only="embedded,cluster,scrapy"
 while [ $# -gt 0 ]; do
@@ -50,7 +51,6 @@ fi
 tick=$(getconf CLK_TCK)
 cpu_of() { awk -v t="$tick" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
 calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
-wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return; sleep 0.1; done; echo "port $1:$2 did not open" >&2; exit 1; }
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -66,16 +66,6 @@ web_start() {
 web_stop() { # side -> writes web-SIDE-cpu
   cpu_of "$web" > "$out/web-$1-cpu"
   kill -TERM "$web"; wait "$web" 2>/dev/null || true
-}
-# RSS of a process every second, with the bytes of a file it writes: time rss_kb bytes.
-sample() {
-  local pid=$1 file=$2 log=$3 t=0
-  while kill -0 "$pid" 2>/dev/null; do
-    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-    size=$(stat -c %s "$file" 2>/dev/null || echo 0)
-    echo "$t ${rss:-0} $size" >> "$log"
-    sleep 1; t=$((t + 1))
-  done
 }
 common=(--allow-private --delay 0 --urls "$out/seeds.txt")
 

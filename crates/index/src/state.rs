@@ -46,7 +46,7 @@ CREATE TABLE targets (id TEXT PRIMARY KEY) WITHOUT ROWID;
 ";
 
 /// Ids of one page, as the `pages` table keeps them.
-const ID_SEP: char = '\n';
+const ID_SEP: &str = "\n";
 
 pub(crate) fn sql(e: rusqlite::Error) -> IndexError {
     IndexError::Store(format!("index state file: {e}"))
@@ -101,6 +101,20 @@ impl IndexState {
         Ok(())
     }
 
+    /// Runs one write, counted towards the next commit when it changed a row.
+    fn write(&mut self, stmt: &str, p: impl rusqlite::Params) -> Result<(), IndexError> {
+        let n = self
+            .conn
+            .prepare_cached(stmt)
+            .map_err(sql)?
+            .execute(p)
+            .map_err(sql)?;
+        if n > 0 {
+            self.changed()?;
+        }
+        Ok(())
+    }
+
     /// Takes the page indexed under `url` out of the map: the ids of its chunks and
     /// aliases, or `None` when it is not there.
     pub fn take_page(&mut self, url: &str) -> Result<Option<Vec<String>>, IndexError> {
@@ -119,25 +133,19 @@ impl IndexState {
 
     /// Records the ids of the page indexed under `url` (in place of any it had).
     pub fn put_page(&mut self, url: &str, ids: &[String]) -> Result<(), IndexError> {
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO pages (url, ids) VALUES (?1, ?2)")
-            .map_err(sql)?
-            .execute(params![url, join(ids)])
-            .map_err(sql)?;
-        self.changed()
+        self.write(
+            "INSERT OR REPLACE INTO pages (url, ids) VALUES (?1, ?2)",
+            params![url, ids.join(ID_SEP)],
+        )
     }
 
     /// Adds one id to the page indexed under `url` (filling the map from the tables).
     pub fn add_to_page(&mut self, url: &str, id: &str) -> Result<(), IndexError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO pages (url, ids) VALUES (?1, ?2)
-                 ON CONFLICT (url) DO UPDATE SET ids = ids || char(10) || excluded.ids",
-            )
-            .map_err(sql)?
-            .execute(params![url, id])
-            .map_err(sql)?;
-        self.changed()
+        self.write(
+            "INSERT INTO pages (url, ids) VALUES (?1, ?2)
+             ON CONFLICT (url) DO UPDATE SET ids = ids || char(10) || excluded.ids",
+            params![url, id],
+        )
     }
 
     /// Chunks and aliases of the page indexed under `url` (0 when it is not there).
@@ -163,16 +171,7 @@ impl IndexState {
 
     /// Records that an alias points at the stored chunk `id`.
     pub fn add_target(&mut self, id: &str) -> Result<(), IndexError> {
-        let n = self
-            .conn
-            .prepare_cached("INSERT OR IGNORE INTO targets (id) VALUES (?1)")
-            .map_err(sql)?
-            .execute([id])
-            .map_err(sql)?;
-        if n > 0 {
-            self.changed()?;
-        }
-        Ok(())
+        self.write("INSERT OR IGNORE INTO targets (id) VALUES (?1)", [id])
     }
 
     /// Whether some alias may point at the stored chunk `id` (a target is forgotten only
@@ -186,28 +185,8 @@ impl IndexState {
     }
 
     pub fn remove_target(&mut self, id: &str) -> Result<(), IndexError> {
-        let n = self
-            .conn
-            .prepare_cached("DELETE FROM targets WHERE id = ?1")
-            .map_err(sql)?
-            .execute([id])
-            .map_err(sql)?;
-        if n > 0 {
-            self.changed()?;
-        }
-        Ok(())
+        self.write("DELETE FROM targets WHERE id = ?1", [id])
     }
-}
-
-fn join(ids: &[String]) -> String {
-    let mut s = String::with_capacity(ids.len() * 33);
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            s.push(ID_SEP);
-        }
-        s.push_str(id);
-    }
-    s
 }
 
 #[cfg(test)]
