@@ -130,6 +130,7 @@ impl ChunkGate {
         total: u32,
     ) -> Result<(), IndexError> {
         let near = words >= MIN_NEAR_WORDS;
+        state.dirty()?;
         let conn = &state.conn;
         let added = conn
             .prepare_cached(
@@ -163,6 +164,7 @@ impl ChunkGate {
 
     /// Forgets a chunk that left the table.
     pub fn remove(&self, state: &mut IndexState, id: &str) -> Result<(), IndexError> {
+        state.dirty()?;
         let conn = &state.conn;
         let gone: Option<(i64, i64, bool)> = conn
             .prepare_cached("DELETE FROM chunks WHERE id = ?1 RETURNING n, simhash, near")

@@ -1,7 +1,7 @@
 //! Pages in, chunks out: chunk, pass every chunk through the chunk gate, embed the new ones
 //! in batches, write them to LanceDB, and replace a page's chunks when it comes again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,8 +14,8 @@ use xxhash_rust::xxh3::xxh3_128;
 use crate::chunk::{Chunker, ChunkerConfig, Draft};
 use crate::embed::Embedder;
 use crate::gate::{ChunkGate, ChunkVerdict};
-use crate::state::IndexState;
-use crate::store::{AliasRow, ChunkRow, Store};
+use crate::state::{IndexState, Stamp};
+use crate::store::{AliasRow, ChunkRow, SEGMENT_ROWS, Store};
 use crate::{IndexError, model};
 
 #[derive(Debug, Clone)]
@@ -37,6 +37,9 @@ pub struct IndexOptions {
     pub vector_index_min_rows: usize,
     /// Chunks gathered before they are embedded and written.
     pub flush_chunks: usize,
+    /// Chunks a search index segment covers: the indexes take new chunks each time this
+    /// many are written, so no update reads more than about a segment.
+    pub segment_rows: usize,
     /// The uses the index serves besides search (the `purpose` setting): a page whose
     /// site reserves one of them is left out.
     pub purposes: Vec<trawl_core::policy::Purpose>,
@@ -77,6 +80,7 @@ impl IndexOptions {
             dedup_distance: s.chunk_dedup.then_some(s.chunk_dedup_distance),
             vector_index_min_rows: s.vector_index_min_rows,
             flush_chunks: 512,
+            segment_rows: SEGMENT_ROWS,
             purposes: s.purpose.clone(),
         }
     }
@@ -140,12 +144,15 @@ pub struct Indexer {
     state: IndexState,
     pending: Vec<(ChunkRow, String)>,
     pending_aliases: Vec<AliasRow>,
-    /// Pages whose stored rows go before the pending ones are written.
-    replace: HashSet<String>,
+    /// Pages whose stored rows go before the pending ones are written, with the ids of
+    /// those rows.
+    replace: HashMap<String, Vec<String>>,
     /// Stored chunk ids that are going away; aliases pointing at them must be resolved again.
     orphaned: HashSet<String>,
     /// Stored chunks moving to a better home: (their id, the new home's id, distance).
     demoted: Vec<(String, String, u32)>,
+    /// Chunks written since the search indexes were last brought up to date.
+    unindexed: usize,
     stats: IndexStats,
 }
 
@@ -200,14 +207,41 @@ pub fn excluded(
         .map(Purpose::as_str)
 }
 
-/// Where the indexer's state file goes: beside a local index, on the disk meant to hold
-/// it; for an index elsewhere (object storage), in the system's temporary directory.
-fn state_dir(uri: &str) -> PathBuf {
-    if uri.contains("://") {
-        std::env::temp_dir()
-    } else {
-        PathBuf::from(uri)
-    }
+/// What the state must have been filled to match for the index in `store`.
+async fn stamp_of(store: &Store, opts: &IndexOptions) -> Result<Stamp, IndexError> {
+    let (chunks_version, aliases_version) = store.versions().await?;
+    Ok(Stamp {
+        chunks_version,
+        aliases_version,
+        gate: opts.dedup_distance,
+    })
+}
+
+/// Fills an empty state from the tables: every stored chunk into the gate and its page,
+/// every alias into its page and its target.
+async fn fill_state(
+    store: &Store,
+    gate: Option<ChunkGate>,
+    state: &mut IndexState,
+) -> Result<(), IndexError> {
+    store
+        .seed(|s| {
+            if let Some(g) = gate {
+                let fp = Fingerprint {
+                    simhash: s.chunk_simhash,
+                    exact: s.chunk_hash,
+                };
+                g.insert(state, s.id, fp, s.words as usize, s.chunks_in_page)?;
+            }
+            state.add_to_page(s.canonical_url, s.id)
+        })
+        .await?;
+    store
+        .alias_links(|id, canon, of| {
+            state.add_to_page(canon, id)?;
+            state.add_target(of)
+        })
+        .await
 }
 
 fn parse_ms(s: &str) -> i64 {
@@ -232,27 +266,20 @@ impl Indexer {
             Some(e) => Chunker::new(e.tokenizer(), opts.chunker.clone())?,
             None => Chunker::words(opts.chunker.clone())?,
         };
-        let store = Store::open(&opts.uri, embedder.as_ref().map(|e| e.dim())).await?;
+        let mut store = Store::open(&opts.uri, embedder.as_ref().map(|e| e.dim())).await?;
+        store.set_segment_rows(opts.segment_rows);
         let gate = opts.dedup_distance.map(ChunkGate::new);
-        let mut state = IndexState::create(&state_dir(&opts.uri))?;
-        store
-            .seed(|s| {
-                if let Some(g) = gate {
-                    let fp = Fingerprint {
-                        simhash: s.chunk_simhash,
-                        exact: s.chunk_hash,
-                    };
-                    g.insert(&mut state, s.id, fp, s.words as usize, s.chunks_in_page)?;
-                }
-                state.add_to_page(s.canonical_url, s.id)
-            })
-            .await?;
-        store
-            .alias_links(|id, canon, of| {
-                state.add_to_page(canon, id)?;
-                state.add_target(of)
-            })
-            .await?;
+        let stamp = stamp_of(&store, &opts).await?;
+        // An index elsewhere (object storage) keeps its state in a temporary file, filled
+        // each time; a local one beside the tables.
+        let (mut state, kept) = if opts.uri.contains("://") {
+            (IndexState::create(&std::env::temp_dir())?, false)
+        } else {
+            IndexState::open(std::path::Path::new(&opts.uri), &stamp)?
+        };
+        if !kept {
+            fill_state(&store, gate, &mut state).await?;
+        }
         Ok(Self {
             opts,
             store,
@@ -262,9 +289,10 @@ impl Indexer {
             state,
             pending: Vec::new(),
             pending_aliases: Vec::new(),
-            replace: HashSet::new(),
+            replace: HashMap::new(),
             orphaned: HashSet::new(),
             demoted: Vec::new(),
+            unindexed: 0,
             stats: IndexStats::default(),
         })
     }
@@ -492,7 +520,10 @@ impl Indexer {
         }
         if dropped_pending < old.len() {
             // Some of them are in the table.
-            self.replace.insert(canonical.to_string());
+            self.replace
+                .entry(canonical.to_string())
+                .or_default()
+                .extend(old.iter().cloned());
         }
         for id in old {
             self.orphaned.insert(id.clone());
@@ -525,7 +556,7 @@ impl Indexer {
             let rows = self.store.aliases_of(&stored_targets).await?;
             let rows: Vec<AliasRow> = rows
                 .into_iter()
-                .filter(|a| !self.replace.contains(&a.canonical_url))
+                .filter(|a| !self.replace.contains_key(&a.canonical_url))
                 .collect();
             for t in &stored_targets {
                 self.state.remove_target(t)?;
@@ -604,25 +635,45 @@ impl Indexer {
             self.stats.embed_seconds += t.elapsed().as_secs_f64();
         }
         let t = Instant::now();
-        let pages: Vec<String> = self.replace.drain().collect();
+        let gone: Vec<String> = self.replace.drain().flat_map(|(_, ids)| ids).collect();
         let aliases = std::mem::take(&mut self.pending_aliases);
-        self.store.replace_pages(&pages, &rows, &aliases).await?;
+        self.store.replace_pages(&gone, &rows, &aliases).await?;
         for a in &aliases {
             self.state.add_target(&a.alias_of)?;
         }
         self.demote_stored().await?;
         self.stats.write_seconds += t.elapsed().as_secs_f64();
+        self.unindexed += rows.len();
+        if self.unindexed >= self.opts.segment_rows {
+            // A segment's worth: indexed now, so no update, and not the one at the end,
+            // reads more than a segment.
+            self.update_indexes().await?;
+        }
         Ok(())
     }
 
-    /// Writes what is queued and builds the search indexes.
-    pub async fn finish(&mut self) -> Result<IndexStats, IndexError> {
-        self.flush().await?;
+    /// Builds the search indexes, or brings them up to date.
+    async fn update_indexes(&mut self) -> Result<(), IndexError> {
         let built = self
             .store
             .build_indexes(self.opts.vector_index_min_rows)
             .await?;
-        self.stats.indexes_built = built.into_iter().map(String::from).collect();
+        for b in built {
+            if !self.stats.indexes_built.iter().any(|have| have == b) {
+                self.stats.indexes_built.push(b.to_string());
+            }
+        }
+        self.unindexed = 0;
+        Ok(())
+    }
+
+    /// Writes what is queued and builds the search indexes; the state file is stamped as
+    /// matching the tables, so the next writer need not fill it again.
+    pub async fn finish(&mut self) -> Result<IndexStats, IndexError> {
+        self.flush().await?;
+        self.update_indexes().await?;
+        let stamp = stamp_of(&self.store, &self.opts).await?;
+        self.state.stamp(&stamp)?;
         Ok(self.stats.clone())
     }
 }

@@ -461,3 +461,108 @@ async fn a_chunk_lives_on_the_page_it_is_most_of() {
         );
     }
 }
+
+/// The search indexes take new chunks as they are written, a segment's worth at a time,
+/// and not in one build at the end: every chunk is covered once the run finishes, in more
+/// than one segment, and a page replaced in a later run is found by its new text only.
+#[tokio::test]
+async fn the_text_index_grows_in_segments_as_chunks_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(dir.path(), false);
+    o.segment_rows = 12;
+    // Pages alike but for one word: none may become an alias of another.
+    o.dedup_distance = None;
+    let topic = |i: usize| format!("topic{i}zq");
+    let url = |i: usize| format!("http://t/p{i}");
+    let mut ix = Indexer::open(o.clone()).await.unwrap();
+    for i in 0..40 {
+        let md = format!("# Page {i}\n\n{}", para(&topic(i), 4));
+        ix.add_page(&page(&url(i), "P", &md)).await.unwrap();
+    }
+    let stats = ix.finish().await.unwrap();
+    assert!(stats.chunks >= 40, "{stats:?}");
+    assert!(
+        stats.indexes_built.contains(&"text".to_string()),
+        "{stats:?}"
+    );
+    let table = ix.store().chunks();
+    let indices = table.list_indices().await.unwrap();
+    let name = &indices
+        .iter()
+        .find(|i| i.columns == ["text"])
+        .expect("a full-text index")
+        .name;
+    let s = table.index_stats(name).await.unwrap().unwrap();
+    assert_eq!(s.num_unindexed_rows, 0, "{s:?}");
+    assert_eq!(s.num_indexed_rows as u64, stats.chunks, "{s:?}");
+    assert!(s.num_indices.unwrap_or(1) > 1, "one segment only: {s:?}");
+    for i in [0, 17, 39] {
+        let hits = search(ix.store(), None, &topic(i), 3, Mode::Text)
+            .await
+            .unwrap();
+        assert_eq!(hits.first().map(|h| h.url.clone()), Some(url(i)), "{i}");
+    }
+    drop(ix);
+
+    let mut ix = Indexer::open(o).await.unwrap();
+    let md = format!("# Page 5\n\n{}", para("replacedzq", 4));
+    ix.add_page(&page(&url(5), "P", &md)).await.unwrap();
+    let again = ix.finish().await.unwrap();
+    assert_eq!(again.pages_replaced, 1, "{again:?}");
+    let hits = search(ix.store(), None, "replacedzq", 3, Mode::Text)
+        .await
+        .unwrap();
+    assert_eq!(hits.first().map(|h| h.url.clone()), Some(url(5)));
+    let old = search(ix.store(), None, &topic(5), 3, Mode::Text)
+        .await
+        .unwrap();
+    assert!(
+        old.iter().all(|h| h.url != url(5)),
+        "the replaced text is gone: {old:?}"
+    );
+    let s = ix
+        .store()
+        .chunks()
+        .index_stats(name)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.num_unindexed_rows, 0, "{s:?}");
+}
+
+/// The state beside the index is taken as it is only after a writer finished: one dropped
+/// mid-run (as a killed process is) leaves rows the next writer must still know, and it
+/// fills its state again from the tables.
+#[tokio::test]
+async fn a_writer_that_did_not_finish_leaves_a_state_that_is_filled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = opts(dir.path(), false);
+    let url = "http://t/guide";
+    let mut ix = Indexer::open(o.clone()).await.unwrap();
+    let first = format!("# Guide\n\n{}", para("kraken", 60));
+    ix.add_page(&page(url, "Guide", &first)).await.unwrap();
+    ix.finish().await.unwrap();
+    drop(ix);
+
+    // Finished: the next writer knows the page without reading the tables.
+    let mut ix = Indexer::open(o.clone()).await.unwrap();
+    let second = format!("# Guide\n\n{}", para("walrus", 60));
+    ix.add_page(&page(url, "Guide", &second)).await.unwrap();
+    assert_eq!(ix.stats().pages_replaced, 1);
+    ix.flush().await.unwrap();
+    drop(ix); // no finish
+
+    let mut ix = Indexer::open(o).await.unwrap();
+    let third = format!("# Guide\n\n{}", para("pelican", 20));
+    ix.add_page(&page(url, "Guide", &third)).await.unwrap();
+    assert_eq!(ix.stats().pages_replaced, 1, "the page is known");
+    ix.finish().await.unwrap();
+    let texts = page_texts(ix.store(), url).await;
+    assert!(!texts.is_empty());
+    assert!(
+        texts
+            .iter()
+            .all(|t| t.contains("pelican") && !t.contains("walrus") && !t.contains("kraken")),
+        "only the last text is stored: {texts:?}"
+    );
+}
