@@ -209,10 +209,11 @@ pub fn excluded(
 
 /// What the state must have been filled to match for the index in `store`.
 async fn stamp_of(store: &Store, opts: &IndexOptions) -> Result<Stamp, IndexError> {
-    let (chunks_version, aliases_version) = store.versions().await?;
+    let (chunks_version, aliases_version, chunks_written_ms) = store.versions().await?;
     Ok(Stamp {
         chunks_version,
         aliases_version,
+        chunks_written_ms,
         gate: opts.dedup_distance,
     })
 }

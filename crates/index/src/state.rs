@@ -63,6 +63,9 @@ pub(crate) fn sql(e: rusqlite::Error) -> IndexError {
 const KEPT_DB: &str = ".trawl-state.db";
 const KEPT_STAMP: &str = ".trawl-state.json";
 const KEPT_LOCK: &str = ".trawl-state.lock";
+/// Left by a writer that did not get the lock, share-locked while it runs: its commits
+/// are in the tables and not in the kept file, so the holder must not stamp it.
+const FOREIGN: &str = ".trawl-state.foreign";
 
 /// What a kept state file was filled to match: the index tables' versions and the chunk
 /// gate's distance (`None`: no gate, its tables empty).
@@ -70,6 +73,9 @@ const KEPT_LOCK: &str = ".trawl-state.lock";
 pub struct Stamp {
     pub chunks_version: u64,
     pub aliases_version: u64,
+    /// When the chunks table's version was written: a table made again after
+    /// `rm -r index/*` (which leaves these hidden files) reaches the same numbers.
+    pub chunks_written_ms: i64,
     pub gate: Option<u32>,
 }
 
@@ -82,11 +88,17 @@ struct Kept {
     stamped: bool,
 }
 
+/// A temporary state's hold on the kept one's marker (see [`FOREIGN`]).
+struct Foreign {
+    _marker: File,
+}
+
 /// The indexer's lookups, in a file of their own (see the module's text).
 pub struct IndexState {
     pub(crate) conn: Connection,
     uncommitted: u32,
     kept: Option<Kept>,
+    _foreign: Option<Foreign>,
 }
 
 fn io(what: &Path, e: std::io::Error) -> IndexError {
@@ -98,6 +110,28 @@ fn remove_if_there(path: &Path) -> Result<(), IndexError> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path, e)),
         _ => Ok(()),
     }
+}
+
+/// Removes a stamp for good: the directory synced, so a machine that stops before the
+/// state file's next pages reach the disk cannot bring the stamp back with them.
+fn unstamp(dir: &Path) -> Result<(), IndexError> {
+    remove_if_there(&dir.join(KEPT_STAMP))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io(dir, e))
+}
+
+/// Marks the kept file as missing this process's commits, for as long as it runs.
+fn mark_foreign(dir: &Path) -> Result<File, IndexError> {
+    let path = dir.join(FOREIGN);
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io(&path, e))?;
+    f.lock_shared().map_err(|e| io(&path, e))?;
+    Ok(f)
 }
 
 /// Opens a state file without journal or sync, its cache bounded; `fresh` makes the tables.
@@ -142,6 +176,7 @@ impl IndexState {
             conn,
             uncommitted: 0,
             kept: None,
+            _foreign: None,
         })
     }
 
@@ -164,7 +199,10 @@ impl IndexState {
                     "another writer holds the index state in {}: this one fills its own",
                     dir.display()
                 );
-                return Ok((Self::create(dir)?, false));
+                let marker = mark_foreign(dir)?;
+                let mut own = Self::create(dir)?;
+                own._foreign = Some(Foreign { _marker: marker });
+                return Ok((own, false));
             }
             Err(TryLockError::Error(e)) => return Err(io(&lock_path, e)),
         }
@@ -174,7 +212,14 @@ impl IndexState {
             .ok()
             .and_then(|b| serde_json::from_slice::<Stamp>(&b).ok());
         // From here on the file may change: its stamp goes first.
-        remove_if_there(&stamp_path)?;
+        unstamp(dir)?;
+        // A marker no writer holds any more is of writes the tables' versions show.
+        let foreign = dir.join(FOREIGN);
+        if let Ok(f) = File::open(&foreign)
+            && f.try_lock().is_ok()
+        {
+            remove_if_there(&foreign)?;
+        }
         let matching = stamped.as_ref() == Some(stamp) && db.exists();
         let conn = match matching.then(|| connect(&db, false)) {
             Some(Ok(conn)) => Some(conn),
@@ -203,6 +248,7 @@ impl IndexState {
                 _lock: lock,
                 stamped: false,
             }),
+            _foreign: None,
         };
         Ok((state, kept))
     }
@@ -213,6 +259,12 @@ impl IndexState {
         let Some(kept) = &mut self.kept else {
             return Ok(());
         };
+        if kept.dir.join(FOREIGN).exists() {
+            tracing::info!(
+                "another writer wrote to this index: its state is filled again next time"
+            );
+            return Ok(());
+        }
         self.conn.execute_batch("COMMIT").map_err(sql)?;
         self.uncommitted = 0;
         let db = kept.dir.join(KEPT_DB);
@@ -236,7 +288,7 @@ impl IndexState {
         if let Some(kept) = &mut self.kept
             && kept.stamped
         {
-            remove_if_there(&kept.dir.join(KEPT_STAMP))?;
+            unstamp(&kept.dir)?;
             kept.stamped = false;
         }
         Ok(())
@@ -388,6 +440,7 @@ mod tests {
         let stamp = Stamp {
             chunks_version: 7,
             aliases_version: 3,
+            chunks_written_ms: 1_700_000_000_000,
             gate: Some(3),
         };
         let (mut s, kept) = IndexState::open(dir.path(), &stamp).unwrap();
@@ -398,6 +451,12 @@ mod tests {
         assert!(!kept);
         assert_eq!(other.pages().unwrap(), 0);
         drop(other);
+        // Its commits are not in the kept file: the holder does not stamp it.
+        s.stamp(&stamp).unwrap();
+        drop(s);
+        let (mut s, kept) = IndexState::open(dir.path(), &stamp).unwrap();
+        assert!(!kept, "another writer wrote meanwhile");
+        s.put_page("http://t/1", &["a".to_string()]).unwrap();
         s.stamp(&stamp).unwrap();
         drop(s);
 
@@ -422,6 +481,15 @@ mod tests {
         };
         let (_, kept) = IndexState::open(dir.path(), &moved).unwrap();
         assert!(!kept, "tables written since by someone else");
+        let (mut s, _) = IndexState::open(dir.path(), &stamp).unwrap();
+        s.stamp(&stamp).unwrap();
+        drop(s);
+        let remade = Stamp {
+            chunks_written_ms: stamp.chunks_written_ms + 1,
+            ..stamp
+        };
+        let (_, kept) = IndexState::open(dir.path(), &remade).unwrap();
+        assert!(!kept, "a table made again at the same version");
         let (_, kept) = IndexState::open(dir.path(), &stamp).unwrap();
         assert!(!kept, "a stamp is good for one opening");
     }

@@ -323,11 +323,24 @@ impl Store {
         Ok(())
     }
 
-    /// The tables' versions (chunks, aliases): what a kept index state was filled to match.
-    pub async fn versions(&self) -> Result<(u64, u64), IndexError> {
+    /// The tables' versions (chunks, aliases) and when the chunks table's was written
+    /// (milliseconds; 0 for a remote table): what a kept index state was filled to match.
+    /// The time tells a table made again (the same version numbers) from the one before.
+    pub async fn versions(&self) -> Result<(u64, u64, i64), IndexError> {
+        let written_ms = match self.chunks.dataset() {
+            Some(handle) => handle
+                .get()
+                .await
+                .map_err(db)?
+                .version()
+                .timestamp
+                .timestamp_millis(),
+            None => 0,
+        };
         Ok((
             self.chunks.version().await.map_err(db)?,
             self.aliases.version().await.map_err(db)?,
+            written_ms,
         ))
     }
 
