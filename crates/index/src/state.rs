@@ -121,15 +121,20 @@ fn unstamp(dir: &Path) -> Result<(), IndexError> {
         .map_err(|e| io(dir, e))
 }
 
-/// Marks the kept file as missing this process's commits, for as long as it runs.
-fn mark_foreign(dir: &Path) -> Result<File, IndexError> {
-    let path = dir.join(FOREIGN);
-    let f = OpenOptions::new()
+/// A file that is only locked, made when missing.
+fn lock_file(path: &Path) -> Result<File, IndexError> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .map_err(|e| io(&path, e))?;
+        .open(path)
+        .map_err(|e| io(path, e))
+}
+
+/// Marks the kept file as missing this process's commits, for as long as it runs.
+fn mark_foreign(dir: &Path) -> Result<File, IndexError> {
+    let path = dir.join(FOREIGN);
+    let f = lock_file(&path)?;
     f.lock_shared().map_err(|e| io(&path, e))?;
     Ok(f)
 }
@@ -186,12 +191,7 @@ impl IndexState {
     pub fn open(dir: &Path, stamp: &Stamp) -> Result<(Self, bool), IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let lock_path = dir.join(KEPT_LOCK);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io(&lock_path, e))?;
+        let lock = lock_file(&lock_path)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
