@@ -327,21 +327,13 @@ impl Store {
     /// (milliseconds; 0 for a remote table): what a kept index state was filled to match.
     /// The time tells a table made again (the same version numbers) from the one before.
     pub async fn versions(&self) -> Result<(u64, u64, i64), IndexError> {
-        let written_ms = match self.chunks.dataset() {
-            Some(handle) => handle
-                .get()
-                .await
-                .map_err(db)?
-                .version()
-                .timestamp
-                .timestamp_millis(),
-            None => 0,
+        let aliases = self.aliases.version().await.map_err(db)?;
+        let Some(handle) = self.chunks.dataset() else {
+            return Ok((self.chunks.version().await.map_err(db)?, aliases, 0));
         };
-        Ok((
-            self.chunks.version().await.map_err(db)?,
-            self.aliases.version().await.map_err(db)?,
-            written_ms,
-        ))
+        // One read of the dataset gives both the number and the time of its version.
+        let v = handle.get().await.map_err(db)?.version();
+        Ok((v.version, aliases, v.timestamp.timestamp_millis()))
     }
 
     pub async fn count(&self) -> Result<(usize, usize), IndexError> {
