@@ -171,7 +171,8 @@ type Lines = (
     Vec<String>,
 );
 
-/// The indexers' lines of the web's pages (`/p/N` and its query variants).
+/// The indexers' lines of the web's pages (`/p/N` and its query variants, reached directly
+/// or at the end of a redirect chain).
 fn lines(dir: &Path) -> Lines {
     let mut urls = std::collections::HashSet::new();
     let mut paths = std::collections::BTreeSet::new();
@@ -184,10 +185,18 @@ fn lines(dir: &Path) -> Lines {
             for l in std::fs::read_to_string(&p).unwrap().lines() {
                 let v: serde_json::Value = serde_json::from_str(l).unwrap();
                 let url = v["url"].as_str().unwrap();
-                if url.contains("/p/") {
+                // A page first reached through a redirect chain (`/r/N/k`) has its line
+                // under the chain's URL: its page is where the chain ended, when that
+                // answered (a chain stopped at a page the crawl had is a 3xx line).
+                let page = match v["final_url"].as_str() {
+                    Some(f) if v["status"] == 200 && f.contains("/p/") => f,
+                    _ => url,
+                };
+                if page.contains("/p/") {
                     if !urls.insert(url.to_string()) && twice.len() < 5 {
                         twice.push(url.to_string());
                     }
+                    let url = page;
                     // The host by its place (the address's last number) and the path:
                     // each crawl's web of the same shape is served at other addresses.
                     // Without the query: which variants of a page the per-host budget
@@ -415,8 +424,8 @@ async fn with_and_without(fault: Fault, first: [u8; 4]) -> Option<(Run, Run)> {
     let faulted = crawl(&paths, fault, other, nodes).await?;
     eprintln!(
         "{fault:?}: {:.1} s against {:.1} s without faults ({:+.1} s); pages flowing again \
-         after {:.2} s; {} pages, fetched again {}, {} lines for {} URLs, {} redeliveries \
-         not written twice",
+         after {:.2} s; {} pages, fetched again {}, {} lines for {} URLs ({} without faults), \
+         {} redeliveries not written twice",
         faulted.secs,
         clean.secs,
         faulted.secs - clean.secs,
@@ -425,6 +434,7 @@ async fn with_and_without(fault: Fault, first: [u8; 4]) -> Option<(Run, Run)> {
         faulted.web.pages_fetched_again,
         faulted.lines,
         faulted.distinct,
+        clean.lines,
         faulted.repeated
     );
     assert_eq!(clean.lines, clean.distinct, "{clean:?}");

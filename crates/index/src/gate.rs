@@ -35,6 +35,16 @@ pub enum ChunkVerdict {
     },
 }
 
+/// A stored chunk's row in the gate, as [`ChunkGate::remove`] gives it back: what
+/// [`ChunkGate::restore`] needs to put the chunk in again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateEntry {
+    exact: Vec<u8>,
+    simhash: i64,
+    near: bool,
+    total: i64,
+}
+
 /// SQLite keeps 64-bit integers signed; hashes go in bit for bit.
 fn signed(x: u64) -> i64 {
     x as i64
@@ -129,7 +139,22 @@ impl ChunkGate {
         words: usize,
         total: u32,
     ) -> Result<(), IndexError> {
-        let near = words >= MIN_NEAR_WORDS;
+        let entry = GateEntry {
+            exact: fp.exact.to_be_bytes().to_vec(),
+            simhash: signed(fp.simhash),
+            near: words >= MIN_NEAR_WORDS,
+            total: i64::from(total),
+        };
+        self.restore(state, id, &entry)
+    }
+
+    /// Puts back a chunk [`Self::remove`] took out (idempotent per id).
+    pub fn restore(
+        &self,
+        state: &mut IndexState,
+        id: &str,
+        entry: &GateEntry,
+    ) -> Result<(), IndexError> {
         state.dirty()?;
         let conn = &state.conn;
         let added = conn
@@ -140,50 +165,66 @@ impl ChunkGate {
             .map_err(sql)?
             .execute(params![
                 id,
-                fp.exact.to_be_bytes(),
-                signed(fp.simhash),
-                near,
-                i64::from(total)
+                entry.exact,
+                entry.simhash,
+                entry.near,
+                entry.total
             ])
             .map_err(sql)?;
         if added == 0 {
             return Ok(());
         }
-        if near {
+        if entry.near {
             let n = conn.last_insert_rowid();
             let mut put = conn
                 .prepare_cached("INSERT INTO bands (band, key, n, simhash) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(sql)?;
-            for (band, key) in self.banding.bands(fp.simhash) {
-                put.execute(params![band, signed(key), n, signed(fp.simhash)])
+            for (band, key) in self.banding.bands(entry.simhash as u64) {
+                put.execute(params![band, signed(key), n, entry.simhash])
                     .map_err(sql)?;
             }
         }
         state.changed()
     }
 
-    /// Forgets a chunk that left the table.
-    pub fn remove(&self, state: &mut IndexState, id: &str) -> Result<(), IndexError> {
+    /// Forgets a chunk that left the table (or is leaving it); what it was, when the gate
+    /// had it.
+    pub fn remove(
+        &self,
+        state: &mut IndexState,
+        id: &str,
+    ) -> Result<Option<GateEntry>, IndexError> {
         state.dirty()?;
         let conn = &state.conn;
-        let gone: Option<(i64, i64, bool)> = conn
-            .prepare_cached("DELETE FROM chunks WHERE id = ?1 RETURNING n, simhash, near")
+        let gone: Option<(i64, GateEntry)> = conn
+            .prepare_cached(
+                "DELETE FROM chunks WHERE id = ?1 RETURNING n, exact, simhash, near, total",
+            )
             .map_err(sql)?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row([id], |r| {
+                let entry = GateEntry {
+                    exact: r.get(1)?,
+                    simhash: r.get(2)?,
+                    near: r.get(3)?,
+                    total: r.get(4)?,
+                };
+                Ok((r.get(0)?, entry))
+            })
             .optional()
             .map_err(sql)?;
-        let Some((n, simhash, near)) = gone else {
-            return Ok(());
+        let Some((n, entry)) = gone else {
+            return Ok(None);
         };
-        if near {
+        if entry.near {
             let mut del = conn
                 .prepare_cached("DELETE FROM bands WHERE band = ?1 AND key = ?2 AND n = ?3")
                 .map_err(sql)?;
-            for (band, key) in self.banding.bands(simhash as u64) {
+            for (band, key) in self.banding.bands(entry.simhash as u64) {
                 del.execute(params![band, signed(key), n]).map_err(sql)?;
             }
         }
-        state.changed()
+        state.changed()?;
+        Ok(Some(entry))
     }
 }
 

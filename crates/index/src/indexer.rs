@@ -149,11 +149,20 @@ pub struct Indexer {
     replace: HashMap<String, Vec<String>>,
     /// Stored chunk ids that are going away; aliases pointing at them must be resolved again.
     orphaned: HashSet<String>,
-    /// Stored chunks moving to a better home: (their id, the new home's id, distance).
-    demoted: Vec<(String, String, u32)>,
+    /// Stored chunks moving to a better home, at the next flush.
+    demoted: Vec<Demotion>,
     /// Chunks written since the search indexes were last brought up to date.
     unindexed: usize,
     stats: IndexStats,
+}
+
+/// A stored chunk that becomes an alias of a chunk of a page it is more of.
+struct Demotion {
+    old: String,
+    new: String,
+    distance: u32,
+    /// The old chunk's gate row, put back should the move be called off.
+    entry: Option<crate::gate::GateEntry>,
 }
 
 /// The id of a page's `n`th chunk: stable across runs for the same canonical URL.
@@ -443,9 +452,13 @@ impl Indexer {
     /// stores: a pending row moves now, a stored one at the flush; aliases pointing at
     /// `old` are resolved again (they find `new`).
     fn rehome(&mut self, old: String, new: &str, distance: u32) -> Result<(), IndexError> {
-        if let Some(g) = self.gate {
-            g.remove(&mut self.state, &old)?;
-        }
+        let entry = match self.gate {
+            Some(g) => g.remove(&mut self.state, &old)?,
+            None => None,
+        };
+        // A stored chunk that was to move to `old` stays where it is: `old` is about to
+        // be an alias itself.
+        self.call_off_demotions(|d| d.new == old)?;
         self.stats.chunks_rehomed += 1;
         self.orphaned.insert(old.clone());
         match self.pending.iter().position(|(r, _)| r.id == old) {
@@ -465,7 +478,26 @@ impl Indexer {
                     page_fingerprint: r.page_fingerprint,
                 });
             }
-            None => self.demoted.push((old, new.to_string(), distance)),
+            None => self.demoted.push(Demotion {
+                old,
+                new: new.to_string(),
+                distance,
+                entry,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Stored chunks whose move `off` names stay chunks, back in the gate.
+    fn call_off_demotions(&mut self, off: impl Fn(&Demotion) -> bool) -> Result<(), IndexError> {
+        let (gone, kept): (Vec<Demotion>, Vec<Demotion>) =
+            std::mem::take(&mut self.demoted).into_iter().partition(off);
+        self.demoted = kept;
+        for d in gone {
+            self.stats.chunks_rehomed = self.stats.chunks_rehomed.saturating_sub(1);
+            if let (Some(g), Some(entry)) = (self.gate, &d.entry) {
+                g.restore(&mut self.state, &d.old, entry)?;
+            }
         }
         Ok(())
     }
@@ -477,12 +509,12 @@ impl Indexer {
             return Ok(());
         }
         let demoted = std::mem::take(&mut self.demoted);
-        let ids: Vec<String> = demoted.iter().map(|d| d.0.clone()).collect();
+        let ids: Vec<String> = demoted.iter().map(|d| d.old.clone()).collect();
         let mut rows = self.store.take_chunks(&ids).await?;
         for r in rows.iter_mut() {
-            if let Some((_, new, d)) = demoted.iter().find(|x| x.0 == r.id) {
-                r.alias_of = new.clone();
-                r.distance = *d;
+            if let Some(d) = demoted.iter().find(|x| x.old == r.id) {
+                r.alias_of = d.new.clone();
+                r.distance = d.distance;
             }
         }
         rows.retain(|r| !r.alias_of.is_empty());
@@ -514,6 +546,14 @@ impl Indexer {
         self.pending.retain(|(r, _)| !old_set.contains(&r.id));
         self.pending_aliases.retain(|a| !old_set.contains(&a.id));
         let dropped_pending = before - self.pending.len() - self.pending_aliases.len();
+        // A chunk of this page that was to move elsewhere goes with the page (its id may
+        // come back as a new chunk of the page, which must stay one); a chunk that was to
+        // move here stays where it is.
+        let moving = self.demoted.len();
+        self.demoted.retain(|d| !old_set.contains(&d.old));
+        let went = (moving - self.demoted.len()) as u64;
+        self.stats.chunks_rehomed = self.stats.chunks_rehomed.saturating_sub(went);
+        self.call_off_demotions(|d| old_set.contains(&d.new))?;
         if let Some(g) = self.gate {
             for id in old {
                 g.remove(&mut self.state, id)?;

@@ -111,15 +111,22 @@ pub async fn search_with_preview(
     }
     let k = k.max(1);
     let text_store = preview.unwrap_or(store);
+    // Where a query's time goes, for `TRAWL_LOG=trawl_index=debug`.
     let by_vector = async |k| {
+        let t = std::time::Instant::now();
         let mut v = vector(store, embedder, query, k).await?;
+        let searched = t.elapsed();
         add_aliases(store, &mut v).await?;
+        tracing::debug!(?searched, aliases = ?(t.elapsed() - searched), "vector search");
         Ok::<_, IndexError>(v)
     };
     let by_text = async |k| {
-        let mut t = text(text_store, query, k).await?;
-        add_aliases(text_store, &mut t).await?;
-        Ok::<_, IndexError>(t)
+        let t = std::time::Instant::now();
+        let mut h = text(text_store, query, k).await?;
+        let searched = t.elapsed();
+        add_aliases(text_store, &mut h).await?;
+        tracing::debug!(?searched, aliases = ?(t.elapsed() - searched), "text search");
+        Ok::<_, IndexError>(h)
     };
     Ok(match mode {
         Mode::Vector => by_vector(k).await?,

@@ -462,6 +462,79 @@ async fn a_chunk_lives_on_the_page_it_is_most_of() {
     }
 }
 
+/// A stored chunk's move to a better home is called off when that home goes before the
+/// move is written (the text stays searchable where it was), and a page leaving with a
+/// chunk on the move takes the move with it (its chunk ids, back with new text, stay
+/// chunks of their own).
+#[tokio::test]
+async fn a_move_to_a_better_home_ends_with_either_page() {
+    let install = format!("# Install\n\n{}", para("kraken", 30));
+    let book = |first: &str| format!("# Book\n\n{first}\n\n# Index\n\n{}", para("yak", 30));
+    let print = "http://t/print";
+    for home_goes in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts(dir.path(), false);
+        o.flush_chunks = 10_000;
+        let mut ix = Indexer::open(o.clone()).await.unwrap();
+        ix.add_page(&page(print, "Book", &book(&install)))
+            .await
+            .unwrap();
+        ix.finish().await.unwrap();
+        // The chapter arrives: the book's install chunk is to move to it.
+        ix.add_page(&page("http://t/install", "Install", &install))
+            .await
+            .unwrap();
+        let walrus = format!("# Walrus\n\n{}", para("walrus", 30));
+        if home_goes {
+            assert!(ix.remove_page("http://t/install").unwrap());
+        } else {
+            // The book changes: its first chunk is about something else now.
+            ix.add_page(&page(print, "Book", &book(&walrus)))
+                .await
+                .unwrap();
+        }
+        let stats = ix.finish().await.unwrap();
+        let word = if home_goes { "kraken" } else { "walrus" };
+        let hits = search(ix.store(), None, word, 3, Mode::Text).await.unwrap();
+        assert_eq!(
+            hits.first().map(|h| h.url.as_str()),
+            Some(print),
+            "{home_goes}: {hits:?}"
+        );
+        assert_eq!(stats.chunks_rehomed, 0, "{home_goes}: {stats:?}");
+        let texts = column(ix.store(), "chunks", "text").await;
+        let stored = |w: &str| texts.iter().filter(|t| t.contains(w)).count();
+        if home_goes {
+            assert_eq!(stored("kraken step number 3 "), 1, "stored once");
+        } else {
+            assert_eq!(stored("walrus step number 3 "), 1, "the book's new chunk");
+            assert_eq!(stored("kraken step number 3 "), 1, "the chapter's chunk");
+            let hits = search(ix.store(), None, "kraken", 3, Mode::Text)
+                .await
+                .unwrap();
+            assert_eq!(hits[0].url, "http://t/install", "{hits:?}");
+            assert!(hits[0].also_at.is_empty(), "{hits:?}");
+        }
+        // The gate agrees with the table: the chapter's text indexed again joins what
+        // is stored, it is not a second copy.
+        drop(ix);
+        let mut ix = Indexer::open(o).await.unwrap();
+        ix.add_page(&page("http://t/again", "Install", &install))
+            .await
+            .unwrap();
+        ix.finish().await.unwrap();
+        let texts = column(ix.store(), "chunks", "text").await;
+        assert_eq!(
+            texts
+                .iter()
+                .filter(|t| t.contains("kraken step number 3 "))
+                .count(),
+            1,
+            "{home_goes}: stored once after a third copy"
+        );
+    }
+}
+
 /// The search indexes take new chunks as they are written, a segment's worth at a time,
 /// and not in one build at the end: every chunk is covered once the run finishes, in more
 /// than one segment, and a page replaced in a later run is found by its new text only.
