@@ -153,8 +153,8 @@ pub struct App {
     monitors: monitor::store::Store,
     /// Wakes the monitors' scheduler when a schedule changes.
     monitor_wake: Notify,
-    /// The embedding model `/v2/search` loads once.
-    model: tokio::sync::OnceCell<Arc<trawl_index::Embedder>>,
+    /// The embedding model `/v2/search` loads once, and the indexes it keeps open.
+    searcher: trawl_runtime::search::Searcher,
     /// `DATA/serve.lock`, held while the server runs.
     lock: std::fs::File,
 }
@@ -308,7 +308,7 @@ pub fn build(
         outbox,
         monitors,
         monitor_wake: Notify::new(),
-        model: tokio::sync::OnceCell::new(),
+        searcher: Default::default(),
         lock,
         args,
     };

@@ -80,7 +80,7 @@ pub async fn pages_of_index(
         mode: trawl_index::Mode::Hybrid,
         model_dir: app.args.settings.process.model_dir.clone(),
     };
-    let found = trawl_runtime::search::search_cached(&q, &app.model).await?;
+    let found = app.searcher.search(&q).await?;
     let mut out: Vec<Found> = Vec::new();
     for h in found.hits {
         if out.len() >= limit {

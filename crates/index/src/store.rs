@@ -143,13 +143,21 @@ const METADATA_CACHE_BYTES: usize = 64 << 20;
 /// Bytes LanceDB may keep of opened search indexes (its default is 6 GiB).
 const INDEX_CACHE_BYTES: usize = 512 << 20;
 
-/// A LanceDB session whose caches are bounded by the constants above.
+/// The process's LanceDB session, whose caches are bounded by the constants above: one
+/// for every index the process opens, so a server keeping many open (`trawl serve`'s
+/// search) holds them all within the one bound.
 fn session() -> std::sync::Arc<lancedb::Session> {
-    std::sync::Arc::new(lancedb::Session::new(
-        INDEX_CACHE_BYTES,
-        METADATA_CACHE_BYTES,
-        std::sync::Arc::new(lancedb::ObjectStoreRegistry::default()),
-    ))
+    static SESSION: std::sync::OnceLock<std::sync::Arc<lancedb::Session>> =
+        std::sync::OnceLock::new();
+    SESSION
+        .get_or_init(|| {
+            std::sync::Arc::new(lancedb::Session::new(
+                INDEX_CACHE_BYTES,
+                METADATA_CACHE_BYTES,
+                std::sync::Arc::new(lancedb::ObjectStoreRegistry::default()),
+            ))
+        })
+        .clone()
 }
 
 async fn connect(uri: &str) -> Result<Connection, IndexError> {
@@ -252,6 +260,14 @@ impl Store {
             schema,
             segment_rows: SEGMENT_ROWS,
         })
+    }
+
+    /// Moves both tables to their latest versions: what was committed since the store was
+    /// opened (by this process or another) is read from then on.
+    pub async fn latest(&self) -> Result<(), IndexError> {
+        self.chunks.checkout_latest().await.map_err(db)?;
+        self.aliases.checkout_latest().await.map_err(db)?;
+        Ok(())
     }
 
     /// Rows a search index segment covers before new rows start another ([`SEGMENT_ROWS`]
