@@ -40,6 +40,9 @@ pub struct IndexOptions {
     /// Chunks a search index segment covers: the indexes take new chunks each time this
     /// many are written, so no update reads more than about a segment.
     pub segment_rows: usize,
+    /// How long the tables' earlier versions are kept: each time the search indexes are
+    /// brought up to date, older ones go ([`crate::Store::prune`]).
+    pub keep_versions: std::time::Duration,
     /// The uses the index serves besides search (the `purpose` setting): a page whose
     /// site reserves one of them is left out.
     pub purposes: Vec<trawl_core::policy::Purpose>,
@@ -81,6 +84,7 @@ impl IndexOptions {
             vector_index_min_rows: s.vector_index_min_rows,
             flush_chunks: 512,
             segment_rows: SEGMENT_ROWS,
+            keep_versions: KEEP_VERSIONS,
             purposes: s.purpose.clone(),
         }
     }
@@ -108,6 +112,9 @@ pub struct IndexStats {
     pub embed_seconds: f64,
     pub write_seconds: f64,
     pub indexes_built: Vec<String>,
+    /// Bytes of the tables' earlier versions removed.
+    #[serde(default)]
+    pub bytes_pruned: u64,
 }
 
 impl IndexStats {
@@ -164,6 +171,13 @@ struct Demotion {
     /// The old chunk's gate row, put back should the move be called off.
     entry: Option<crate::gate::GateEntry>,
 }
+
+/// How long earlier versions of the tables are kept ([`IndexOptions::keep_versions`]):
+/// longer than a query holds one or a writer's commit reads since, short enough that a
+/// long crawl's versions (one a flush, each listing every fragment, so their bytes grow
+/// with the square of the crawl) do not pile up: 15% of the tables at 100,000 pages
+/// (33 of 224 MB), by the same count some 3 of the 4.3 GB at a million.
+pub const KEEP_VERSIONS: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The id of a page's `n`th chunk: stable across runs for the same canonical URL.
 pub fn chunk_id(canonical: &str, n: usize) -> String {
@@ -705,6 +719,7 @@ impl Indexer {
             }
         }
         self.unindexed = 0;
+        self.stats.bytes_pruned += self.store.prune(self.opts.keep_versions).await?;
         Ok(())
     }
 

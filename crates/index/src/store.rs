@@ -262,6 +262,32 @@ impl Store {
         })
     }
 
+    /// Removes the tables' versions older than `keep` (their manifests, transactions and
+    /// the files only they held; never the latest version): every flush is a version, and
+    /// each manifest lists every fragment, so kept whole they grew with the square of a
+    /// crawl. Readers hold a version for the length of one query, and writers commit
+    /// within seconds of what they read. Returns the bytes removed.
+    ///
+    /// Data files of the latest version stay: no compaction runs, so the fragments (one a
+    /// flush) remain, and with them the size of each manifest.
+    pub async fn prune(&self, keep: std::time::Duration) -> Result<u64, IndexError> {
+        let older_than = chrono::Duration::from_std(keep)
+            .map_err(|e| IndexError::Store(format!("prune: {e}")))?;
+        let mut removed = 0;
+        for table in [&self.chunks, &self.aliases] {
+            let stats = table
+                .optimize(OptimizeAction::Prune {
+                    older_than: Some(older_than),
+                    delete_unverified: Some(false),
+                    error_if_tagged_old_versions: Some(false),
+                })
+                .await
+                .map_err(db)?;
+            removed += stats.prune.map_or(0, |p| p.bytes_removed);
+        }
+        Ok(removed)
+    }
+
     /// Moves both tables to their latest versions: what was committed since the store was
     /// opened (by this process or another) is read from then on.
     pub async fn latest(&self) -> Result<(), IndexError> {

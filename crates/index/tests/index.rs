@@ -5,6 +5,7 @@
 use crate::common;
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use trawl_core::PageRecord;
 use trawl_index::{IndexOptions, Indexer, Mode, search};
@@ -532,6 +533,53 @@ async fn a_move_to_a_better_home_ends_with_either_page() {
             1,
             "{home_goes}: stored once after a third copy"
         );
+    }
+}
+
+/// A table's earlier versions (one a flush, each listing every fragment) go when the
+/// search indexes are brought up to date, once older than `keep_versions`; what is left
+/// answers, and takes more pages.
+#[tokio::test]
+async fn earlier_versions_go_once_older_than_kept() {
+    let manifests = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join("index/chunks.lance/_versions"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".manifest")
+            })
+            .count()
+    };
+    for keep in [Duration::ZERO, Duration::from_secs(3600)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts(dir.path(), false);
+        o.keep_versions = keep;
+        o.dedup_distance = None;
+        let mut ix = Indexer::open(o.clone()).await.unwrap();
+        for i in 0..30 {
+            let md = format!("# Page {i}\n\n{}", para(&format!("topic{i}zq"), 4));
+            ix.add_page(&page(&format!("http://t/p{i}"), "P", &md))
+                .await
+                .unwrap();
+        }
+        let stats = ix.finish().await.unwrap();
+        let left = manifests(dir.path());
+        if keep.is_zero() {
+            assert!(left <= 2, "{left} versions left");
+            assert!(stats.bytes_pruned > 0, "{stats:?}");
+        } else {
+            assert!(left >= 5, "{left} versions: the young ones stay");
+            assert_eq!(stats.bytes_pruned, 0, "{stats:?}");
+        }
+        drop(ix);
+        let mut ix = Indexer::open(o).await.unwrap();
+        let md = format!("# Page 3\n\n{}", para("replacedzq", 4));
+        ix.add_page(&page("http://t/p3", "P", &md)).await.unwrap();
+        ix.finish().await.unwrap();
+        for (word, url) in [("topic7zq", "http://t/p7"), ("replacedzq", "http://t/p3")] {
+            let hits = search(ix.store(), None, word, 3, Mode::Text).await.unwrap();
+            assert_eq!(hits.first().map(|h| h.url.as_str()), Some(url), "{keep:?}");
+        }
     }
 }
 
