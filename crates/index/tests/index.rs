@@ -29,6 +29,12 @@ fn para(topic: &str, n: usize) -> String {
         .join(" ")
 }
 
+/// Stored chunks whose text holds `needle`.
+async fn stored(store: &trawl_index::Store, needle: &str) -> usize {
+    let texts = column(store, "chunks", "text").await;
+    texts.iter().filter(|t| t.contains(needle)).count()
+}
+
 async fn column(store: &trawl_index::Store, table: &str, name: &str) -> Vec<String> {
     let t = if table == "chunks" {
         store.chunks()
@@ -92,11 +98,7 @@ async fn aliases_replacement_and_reopening_without_a_model() {
         ids.iter().collect::<HashSet<_>>().len(),
         "chunk ids are unique"
     );
-    let texts = column(ix.store(), "chunks", "text").await;
-    let kraken = texts
-        .iter()
-        .filter(|t| t.contains("kraken step number 3 "))
-        .count();
+    let kraken = stored(ix.store(), "kraken step number 3 ").await;
     assert_eq!(kraken, 1, "the repeated chapter is stored once");
 
     // Full-text search finds the chapter on its own page, with the book page as an alias.
@@ -451,12 +453,8 @@ async fn a_chunk_lives_on_the_page_it_is_most_of() {
             .await
             .unwrap();
         assert_eq!(hits[0].url, "http://t/print", "the book's own part stays");
-        let texts = column(ix.store(), "chunks", "text").await;
         assert_eq!(
-            texts
-                .iter()
-                .filter(|t| t.contains("kraken step number 3 "))
-                .count(),
+            stored(ix.store(), "kraken step number 3 ").await,
             1,
             "stored once: {flush_between}"
         );
@@ -503,13 +501,13 @@ async fn a_move_to_a_better_home_ends_with_either_page() {
             "{home_goes}: {hits:?}"
         );
         assert_eq!(stats.chunks_rehomed, 0, "{home_goes}: {stats:?}");
-        let texts = column(ix.store(), "chunks", "text").await;
-        let stored = |w: &str| texts.iter().filter(|t| t.contains(w)).count();
+        let kraken = stored(ix.store(), "kraken step number 3 ").await;
         if home_goes {
-            assert_eq!(stored("kraken step number 3 "), 1, "stored once");
+            assert_eq!(kraken, 1, "stored once");
         } else {
-            assert_eq!(stored("walrus step number 3 "), 1, "the book's new chunk");
-            assert_eq!(stored("kraken step number 3 "), 1, "the chapter's chunk");
+            let walrus = stored(ix.store(), "walrus step number 3 ").await;
+            assert_eq!(walrus, 1, "the book's new chunk");
+            assert_eq!(kraken, 1, "the chapter's chunk");
             let hits = search(ix.store(), None, "kraken", 3, Mode::Text)
                 .await
                 .unwrap();
@@ -524,12 +522,8 @@ async fn a_move_to_a_better_home_ends_with_either_page() {
             .await
             .unwrap();
         ix.finish().await.unwrap();
-        let texts = column(ix.store(), "chunks", "text").await;
         assert_eq!(
-            texts
-                .iter()
-                .filter(|t| t.contains("kraken step number 3 "))
-                .count(),
+            stored(ix.store(), "kraken step number 3 ").await,
             1,
             "{home_goes}: stored once after a third copy"
         );
