@@ -10,8 +10,6 @@ n_chunks="${1:-500}"
 runs="${2:-3}"
 rows="${BENCH_ROWS:-1000000}"
 out=bench/out/index
-docs="$(rustc --print sysroot)/share/doc/rust/html"
-port=18121
 mkdir -p "$out"
 
 ./scripts/fetch-model.sh >/dev/null
@@ -21,8 +19,6 @@ if [ ! -x "$st_py" ]; then
   bench/out/stbench/bin/pip install -q --disable-pip-version-check sentence-transformers
   st_py=bench/out/stbench/bin/python
 fi
-py=.venv/bin/python3
-[ -x "$py" ] || { echo "run scripts/test.sh once first (it makes .venv with lancedb)" >&2; exit 1; }
 
 # One build for every benchmark script: the same package set keeps cargo's feature
 # resolution, and so the (long) release build of LanceDB, the same.
@@ -30,25 +26,7 @@ cargo build --release --locked --workspace --bins --examples
 bench_bin=target/release/examples/index_bench
 embed_bin=target/release/examples/embed_bench
 
-# The chunks: the Rust book and reference as trawl chunks them (a text-only crawl).
-if [ ! -s "$out/chunks-all.jsonl" ]; then
-  target/release/trawl-testsite --dir "$docs" --port "$port" --log /dev/null &
-  site=$!
-  trap 'kill $site 2>/dev/null || true' EXIT
-  for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-  rm -rf "$out/crawl"
-  target/release/trawl crawl "http://127.0.0.1:$port/book/" "http://127.0.0.1:$port/reference/" \
-    --scope prefix --allow-private --delay 0 --concurrency 16 --no-embed --progress none --out "$out/crawl"
-  kill "$site"; trap - EXIT
-  "$py" - "$out/crawl/index" > "$out/chunks-all.jsonl" <<'PY'
-import json, sys, lancedb
-t = lancedb.connect(sys.argv[1]).open_table("chunks")
-rows = t.to_arrow().select(["id", "text"]).to_pylist()
-rows.sort(key=lambda r: r["id"])  # a fixed sample, spread over both books
-for r in rows:
-    print(json.dumps({"text": r["text"]}))
-PY
-fi
+bench/index/chunks.sh target/release
 head -n "$n_chunks" "$out/chunks-all.jsonl" > "$out/chunks.jsonl"
 echo "chunks: $(wc -l < "$out/chunks.jsonl") from $out/crawl" >&2
 
@@ -69,7 +47,8 @@ done
 cat "$out/agree.json" >&2
 "$bench_bin" insert "$out/chunks.jsonl" "$out/insert-db" > "$out/insert.json"
 cat "$out/insert.json" >&2
-"$bench_bin" search "$out/chunks.jsonl" "$out/search-db" "$rows" 100 > "$out/search.json"
+"$bench_bin" search "$out/chunks-all.jsonl" "$out/search-db" "$rows" 200 > "$out/search.json"
+rm -rf "$out/search-db"
 cat "$out/search.json" >&2
 
 python3 - "$out" > bench/out/index.json <<'PY'

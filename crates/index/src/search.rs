@@ -73,10 +73,11 @@ const COLUMNS: [&str; 7] = [
 ];
 
 /// IVF partitions searched per query, and how many times k candidates are re-ranked with
-/// exact distances, once a vector index exists (`bench/index`: recall against flat search
-/// and latency at 1 million chunks for 20, 50 and 100 partitions).
+/// exact distances, once a vector index exists (`bench/index/scale.sh`: recall@10 against
+/// exact search and latency at a million chunks grown from real embeddings, for 20 to 100
+/// partitions and 10 to 40 times k).
 pub const NPROBES: usize = 50;
-pub const REFINE_FACTOR: u32 = 10;
+pub const REFINE_FACTOR: u32 = 20;
 
 /// Reciprocal-rank fusion constant (the value from Cormack et al. that most engines use).
 const RRF_K: f32 = 60.0;

@@ -3,3 +3,4 @@
 mod common;
 mod index;
 mod parity;
+mod vectors;
