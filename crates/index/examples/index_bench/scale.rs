@@ -355,7 +355,7 @@ fn real_vectors(chunks: &str, texts: &[String]) -> Vec<Vec<f32>> {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        if !floats.is_empty() && floats.len() % texts.len() == 0 {
+        if !floats.is_empty() && floats.len().is_multiple_of(texts.len()) {
             let dim = floats.len() / texts.len();
             return floats.chunks(dim).map(<[f32]>::to_vec).collect();
         }
