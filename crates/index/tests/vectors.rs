@@ -56,12 +56,7 @@ fn rows(range: std::ops::Range<usize>) -> Vec<ChunkRow> {
 /// The vector index's partitions, summed over its segments' largest count (a split
 /// merges every segment into one).
 async fn partitions(store: &Store) -> u64 {
-    let indices = store.chunks().list_indices().await.unwrap();
-    let name = &indices
-        .iter()
-        .find(|i| i.columns == ["vector"])
-        .expect("a vector index")
-        .name;
+    let name = &vector_index_name(store).await;
     let ds = store
         .chunks()
         .dataset()
@@ -78,6 +73,18 @@ async fn partitions(store: &Store) -> u64 {
         .filter_map(|s| s["num_partitions"].as_u64())
         .max()
         .expect("a partition count")
+}
+
+async fn vector_index_name(store: &Store) -> String {
+    store
+        .chunks()
+        .list_indices()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|i| i.columns == ["vector"])
+        .expect("a vector index")
+        .name
 }
 
 async fn nearest(store: &Store, q: Vec<f32>) -> Vec<String> {
@@ -129,17 +136,7 @@ async fn a_vector_index_splits_its_partitions_as_the_table_grows() {
     assert!(after >= 3, "one partition held {total} rows: {after}");
     let s = store
         .chunks()
-        .index_stats(
-            &store
-                .chunks()
-                .list_indices()
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|i| i.columns == ["vector"])
-                .unwrap()
-                .name,
-        )
+        .index_stats(&vector_index_name(&store).await)
         .await
         .unwrap()
         .unwrap();

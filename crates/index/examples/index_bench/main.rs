@@ -38,19 +38,20 @@ fn embedder() -> trawl_index::Embedder {
     trawl_index::Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize) -> Vec<ChunkRow> {
+/// Rows `from..` with these texts and vectors, `per_page` chunks a page.
+fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize, per_page: usize) -> Vec<ChunkRow> {
     texts
         .iter()
         .zip(vectors)
         .enumerate()
         .map(|(i, (t, v))| ChunkRow {
             id: format!("{:032x}", from + i),
-            url: format!("http://bench/{}", (from + i) / 8),
-            canonical_url: format!("http://bench/{}", (from + i) / 8),
+            url: format!("http://bench/{}", (from + i) / per_page),
+            canonical_url: format!("http://bench/{}", (from + i) / per_page),
             title: "bench".into(),
             heading_path: vec!["Section".into()],
-            position: ((from + i) % 8) as u32,
-            chunks_in_page: 8,
+            position: ((from + i) % per_page) as u32,
+            chunks_in_page: per_page as u32,
             fetched_at_ms: 0,
             page_fingerprint: 0,
             chunk_hash: format!("{:032x}", from + i),
@@ -89,7 +90,7 @@ async fn main() {
                 let idx: Vec<usize> = (n..n + len).map(|i| i % texts.len()).collect();
                 let ts: Vec<String> = idx.iter().map(|&i| texts[i].clone()).collect();
                 let vs: Vec<Vec<f32>> = idx.iter().map(|&i| vectors[i].clone()).collect();
-                store.add(&rows(&ts, vs, n), &[]).await.expect("add");
+                store.add(&rows(&ts, vs, n, 8), &[]).await.expect("add");
                 n += len;
             }
             let wall = t.elapsed().as_secs_f64();
