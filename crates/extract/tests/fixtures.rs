@@ -300,3 +300,92 @@ fn qa_keeps_question_and_answers_not_comments() {
         Some("How do tides work on small lakes?")
     );
 }
+
+fn inline(html: &str) -> Content {
+    let url = Url::parse("https://news.example/story").expect("url");
+    extract(html, Some(&url), Options::default())
+}
+
+/// A paragraph of running text, numbered so each one is its own passage.
+fn para(n: usize) -> String {
+    format!(
+        "<p>Passage {n} of the story goes on about the harbour, the tides and the boats that \
+         come in with the evening light, long enough to read as running text.</p>"
+    )
+}
+
+#[test]
+fn text_that_broken_markup_put_in_an_ad_slot_is_kept() {
+    // The second slot's opening tag is garbled (an attribute list that swallows `<a`), so
+    // the parser nests the rest of the story inside it: a real site's markup.
+    // Half the story before the slots, half inside the second: too little to save the box
+    // by its share of the page alone.
+    let first: String = (0..10).map(para).collect();
+    let rest: String = (10..20).map(para).collect();
+    let html = format!(
+        "<html><body><nav><a href=/>Home</a></nav><article>{first}\
+         <div class=ad-container><ins class=adsbygoogle></ins></div>\
+         <div class=ad-container><div class=\"x\" class=\"y\" <a href=/org>Org</a> \
+         opens the second half of the story here.{rest}</div></div></article>\
+         <footer>Contact</footer></body></html>"
+    );
+    let c = inline(&html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 9 ", "Passage 10 ", "Passage 19 "],
+        &["Contact"],
+    );
+}
+
+#[test]
+fn an_accordions_folds_are_content() {
+    let folds: String = (0..3)
+        .map(|i| {
+            format!(
+                "<li class=\"block-accordion_drawer\"><h2>Fold {i}</h2>{}</li>",
+                para(10 + i)
+            )
+        })
+        .collect();
+    let html = format!(
+        "<html><body><div class=\"drawer\"><a href=/a>Menu one</a> <a href=/b>Menu two</a> \
+         <p>The off-canvas menu has a long line of text of its own, which is no part of the \
+         story and must go with the drawer.</p></div><article>{}{}{}\
+         <ul class=\"accordion\">{folds}</ul></article></body></html>",
+        para(0),
+        para(1),
+        para(2),
+    );
+    let c = inline(&html);
+    check(
+        &c,
+        &["Passage 0 ", "Fold 1", "Passage 11 ", "Passage 12 "],
+        &["off-canvas menu"],
+    );
+}
+
+#[test]
+fn a_box_named_as_the_content_wins_over_teasers_beside_it() {
+    let teasers: String = (0..6)
+        .map(|i| {
+            format!(
+                "<li><a href=/s{i}>Other story {i}</a> <span>CITY: An excerpt of another story \
+                 that runs on for a while and then stops in the middle of a sentence, as \
+                 teasers do...</span></li>"
+            )
+        })
+        .collect();
+    let body: String = (0..40).map(para).collect();
+    let html = format!(
+        "<html><head><script type=\"application/ld+json\">{{\"@type\": \"NewsArticle\"}}\
+         </script></head><body><div class=\"main-content-left\"><div class=\"breaking\"><b>Breaking</b>\
+         <ul>{teasers}</ul></div><div class=\"main-article-content\"><h2>The story</h2>{body}\
+         </div></div></body></html>"
+    );
+    let c = inline(&html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 39 "],
+        &["Other story", "An excerpt"],
+    );
+}

@@ -184,6 +184,22 @@ fn is_discussion(t: &str) -> bool {
     )
 }
 
+/// Whether the box's only chrome words name an advertisement slot. An ad slot holds an
+/// iframe, an image or a label, never paragraphs of running text; when one does, the
+/// markup around it is broken (an unclosed or garbled tag whose box took in the rest of
+/// the article), so the text is the page's and not the ad's.
+pub fn is_ad_slot(hint: &str) -> bool {
+    let mut ad = false;
+    for t in tokens(hint) {
+        if matches!(t, "ad" | "ads" | "adv" | "advert" | "advertisement") {
+            ad = true;
+        } else if is_strong(t) || is_weak(t) {
+            return false;
+        }
+    }
+    ad
+}
+
 fn tokens(hint: &str) -> impl Iterator<Item = &str> {
     hint.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|t| !t.is_empty())
@@ -215,6 +231,11 @@ pub fn classify(hint: &str, forum: bool) -> Hint {
         || hint.contains("elementor") || hint.contains("et_pb_") || hint.contains("wp-block");
     for t in tokens(hint) {
         if t.len() > 40 || (t.starts_with("widget") && builder()) {
+            continue;
+        }
+        // An accordion's drawers are its folds of text (FAQs, a review's sections), not
+        // an off-canvas menu.
+        if t == "drawer" && hint.contains("accordion") {
             continue;
         }
         if forum && is_discussion(t) {
@@ -270,5 +291,26 @@ mod tests {
         );
         assert_eq!(classify("elementor-widget-container", false), Hint::Neutral);
         assert_eq!(classify("comment-list", true), Hint::Positive);
+    }
+
+    #[test]
+    fn accordion_drawers_are_folds_of_text() {
+        assert_eq!(classify("drawer", false), Hint::Strong);
+        assert_eq!(
+            classify("comp mntl-sc-block-accordion_drawer mntl-block", false),
+            Hint::Neutral
+        );
+    }
+
+    #[test]
+    fn ad_slots() {
+        assert!(is_ad_slot("ad-container"));
+        assert!(is_ad_slot("svelte-ctf3gy opscoad-article_in_read ad"));
+        assert!(
+            !is_ad_slot("ad sidebar"),
+            "a sidebar is chrome whatever it holds"
+        );
+        assert!(!is_ad_slot("comments ad"));
+        assert!(!is_ad_slot("shadow"));
     }
 }

@@ -7,7 +7,7 @@
 //! picks the boxes from the weights.
 
 use super::dom::{Dom, NONE, Node, hint_has};
-use super::hints::{Hint, classify};
+use super::hints::{Hint, classify, is_ad_slot};
 use super::tags::Tag;
 
 /// A block whose own text is more than half link text is navigation: all of it counts
@@ -20,6 +20,9 @@ pub(super) const LINK_LIGHT: f32 = 0.34;
 pub(super) const LONG_TEXT: f32 = 80.0;
 /// Characters of own text that, with punctuation, make a block running text (a sentence).
 pub(super) const SENTENCE: f32 = 25.0;
+/// Running text (characters) past which a box named as an ad slot is taken for the
+/// page's text that broken markup put inside one ([`is_ad_slot`]): a dozen lines.
+const AD_SLOT_TEXT: f32 = 1000.0;
 
 /// Per-node facts, indexed like [`Dom::nodes`].
 pub struct Analysis {
@@ -368,7 +371,10 @@ fn remove_by_hints(dom: &Dom, a: &mut Analysis, marks: &Marks) {
             let share = a.content_weight[i] / total;
             let remove = match marks.hint[i] {
                 Hint::Chrome => true,
-                Hint::Strong if level != Hint::Positive => share < 0.7,
+                Hint::Strong if level != Hint::Positive => {
+                    share < 0.7
+                        && !(a.content_weight[i] >= AD_SLOT_TEXT && is_ad_slot(&dom.nodes[i].hint))
+                }
                 Hint::Negative if level == Hint::Negative => share < 0.3,
                 _ => false,
             };

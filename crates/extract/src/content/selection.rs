@@ -3,6 +3,7 @@
 //! content too. Inside it, menus, the headline and the article's frame are dropped.
 
 use super::dom::{Dom, NONE};
+use super::hints::{Hint, classify};
 use super::score::{
     Analysis, LINK_LIGHT, LONG_TEXT, SENTENCE, balance, is_hidden, is_structural_main,
 };
@@ -30,7 +31,11 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         if a.removed[iu] || a.content_weight[iu] < need * top || !dom.node(i).tag.is_block() {
             continue;
         }
-        if !is_structural_main(dom, i) || has_alike_siblings(dom, a, i) {
+        let declared = is_structural_main(dom, i)
+            || (a.content_weight[iu] >= NAMED_SHARE * top
+                && (a.article || beside_is_links(a, best, i))
+                && classify(&dom.node(i).hint, a.forum) == Hint::Positive);
+        if !declared || has_alike_siblings(dom, a, i) {
             continue;
         }
         max_good = max_good.max(a.content_weight[iu]);
@@ -41,6 +46,16 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         .into_iter()
         .rfind(|&i| a.content_weight[i as usize] >= 0.9 * max_good)
         .unwrap_or(best)
+}
+
+/// Whether the text in `best` outside its box `inner` is a fair share links: teasers
+/// (a headline link and an excerpt), product cards, menus. Specs, features and a
+/// product's other facts beside its description have none, and are content.
+fn beside_is_links(a: &Analysis, best: u32, inner: u32) -> bool {
+    let (b, i) = (best as usize, inner as usize);
+    let chars = a.chars[b].saturating_sub(a.chars[i]);
+    let links = a.link_chars[b].saturating_sub(a.link_chars[i]);
+    chars > 0 && links as f32 >= BESIDE_LINKS * chars as f32
 }
 
 /// Headings of the boxes that close an article: its author's or reviewer's card and the
@@ -185,6 +200,12 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
 /// Outside articles, a declared box must hold this share of the best box's good text to be
 /// preferred: the text beside it (specs, features, items) is as likely content as not.
 const DESCEND_SHARE: f32 = 0.5;
+/// A box that only calls itself content by its class must hold this share of the best
+/// box's good text to be preferred.
+const NAMED_SHARE: f32 = 0.7;
+/// Share of links in the text beside a box named as the content for it to be preferred on
+/// a page that does not say it is an article ([`beside_is_links`]).
+const BESIDE_LINKS: f32 = 0.15;
 /// A best box with less running text than this share of the page's text means a listing.
 const LISTING_SHARE: f32 = 0.35;
 /// ... or this share on a page that says it is an article.
