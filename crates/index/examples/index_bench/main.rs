@@ -11,6 +11,7 @@
 
 mod scale;
 mod synth;
+mod truth;
 
 use std::io::BufRead;
 use std::time::Instant;

@@ -7,8 +7,9 @@
 //!   segment's worth is unindexed, then at the end, with the product's own
 //!   `Store::build_indexes` (so the vector index is trained when the table first holds
 //!   `MIN_ROWS` at an update, and later rows join it as the product's do).
-//! - Then: bytes per chunk on disk (table and index), exact (flat) search as the truth,
-//!   then, in a process of its own (`probe DIR`), each (nprobes, refine factor) setting's
+//! - Then: bytes per chunk on disk (table and index); the truth is each query's exact
+//!   top 10, kept while the rows were made ([`Truth`]) and checked against LanceDB's flat
+//!   search on [`FLAT_QUERIES`] of them; then, in a process of its own (`probe DIR`), each (nprobes, refine factor) setting's
 //!   p50/p95/p99 and recall@10, the product's search in each mode and that process's
 //!   memory; then an update of 10,000 pages (40,000 chunks replaced in the product's
 //!   flushes of 512, then the index update), embedding excluded.
@@ -24,6 +25,7 @@ use serde_json::{Value, json};
 use trawl_index::store::{SEGMENT_ROWS, Store};
 
 use crate::synth::Synth;
+use crate::truth::Truth;
 use crate::{embedder, percentile, read_chunks, rows};
 
 /// The product's default for `vector_index_min_rows`.
@@ -34,6 +36,10 @@ const UPDATE_PAGES: usize = 10_000;
 const FLUSH_ROWS: usize = 512;
 /// (nprobes, refine factor) settings measured; trawl's own is marked in the output.
 const SETTINGS: [(usize, u32); 6] = [(20, 10), (50, 10), (50, 20), (50, 40), (100, 20), (100, 40)];
+/// The first table size searched on the way (then each double of it), before the end.
+const PROBE_FROM: usize = 1 << 20;
+/// Queries also searched flat through LanceDB: its latency, and a check of [`Truth`].
+const FLAT_QUERIES: usize = 10;
 
 pub async fn run(args: &[String]) {
     let texts = read_chunks(&args[0]);
@@ -57,13 +63,16 @@ pub async fn run(args: &[String]) {
     let neighbours_s = t.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(dir);
     let store = Store::open(dir, Some(dim)).await.expect("open");
+    let mut exact = Truth::new(qs.clone());
 
     let t = Instant::now();
     let mut updates = Vec::new();
     let (mut n, mut unindexed) = (0, 0);
+    let (mut next_probe, mut on_the_way, mut probing) = (PROBE_FROM, Vec::new(), 0.0);
     while n < total {
         let len = 20_000.min(total - n);
         let vs: Vec<Vec<f32>> = (n..n + len).map(|i| synth.vector(i)).collect();
+        exact.add(n, &vs);
         let ts: Vec<String> = (n..n + len)
             .map(|i| texts[i % texts.len()].clone())
             .collect();
@@ -76,25 +85,32 @@ pub async fn run(args: &[String]) {
         if unindexed >= SEGMENT_ROWS || n == total {
             updates.push(update(&store, n).await);
             unindexed = 0;
+            eprintln!(
+                "{n} rows, {:.0} s: {}",
+                t.elapsed().as_secs_f64(),
+                updates[updates.len() - 1]
+            );
+            if n >= next_probe && n < total {
+                // On the way: how search holds up as the table grows (and figures kept
+                // should a long run not finish).
+                let p = Instant::now();
+                let at = json!({"rows": n, "bytes": bytes_per_chunk(&store, dir, n).await,
+                                "search": probe_at(dir, &exact, &qs, &words)});
+                eprintln!("{at}");
+                on_the_way.push(at);
+                next_probe *= 2;
+                probing += p.elapsed().as_secs_f64();
+            }
         }
     }
-    let load_s = t.elapsed().as_secs_f64();
-    store.prune(Duration::ZERO).await.expect("prune");
-    let (vector_bytes, text_bytes) = index_bytes(dir);
-    let bytes = json!({
-        "all_per_chunk": dir_bytes(dir.as_ref()) as f64 / total as f64,
-        "vector_index_per_chunk": vector_bytes as f64 / total as f64,
-        "text_index_per_chunk": text_bytes as f64 / total as f64,
-    });
+    let load_s = t.elapsed().as_secs_f64() - probing;
+    let bytes = bytes_per_chunk(&store, dir, total).await;
 
-    let (flat_lat, truth) = time_queries(&store, &qs, None).await;
-    let probe_file = std::path::Path::new(dir).join("probe.json");
-    std::fs::write(
-        &probe_file,
-        json!({"vectors": qs, "words": words, "truth": truth}).to_string(),
-    )
-    .expect("write probe");
-    let grown = probe_in_child(dir);
+    let truth = exact.ids(|row| format!("{row:032x}"));
+    let flat_n = FLAT_QUERIES.min(qs.len());
+    let (flat_lat, flat_ids) = time_queries(&store, &qs[..flat_n], None).await;
+    let truth_agrees = recall(&truth[..flat_n], &flat_ids);
+    let grown = probe_at(dir, &exact, &qs, &words);
     let update_10k = update_pages(&store, &mut synth, &texts, total).await;
 
     let subs: Vec<u32> = std::env::var("FRESH")
@@ -142,9 +158,33 @@ pub async fn run(args: &[String]) {
             "rows": total, "dim": dim, "queries": qs.len(), "neighbours_s": neighbours_s,
             "load_s": load_s, "updates": updates, "bytes": bytes,
             "flat_p50_ms": percentile(&flat_lat, 0.5), "flat_p95_ms": percentile(&flat_lat, 0.95),
-            "grown": grown, "update_10k_pages": update_10k, "fresh": fresh,
+            "flat_queries": flat_n, "flat_recall_of_truth": truth_agrees,
+            "grown": grown, "on_the_way": on_the_way, "update_10k_pages": update_10k,
+            "fresh": fresh,
         })
     );
+}
+
+/// Bytes a chunk on disk, the table's versions but the latest removed first.
+async fn bytes_per_chunk(store: &Store, dir: &str, rows: usize) -> Value {
+    store.prune(Duration::ZERO).await.expect("prune");
+    let (vector_bytes, text_bytes) = index_bytes(dir);
+    json!({
+        "all_per_chunk": dir_bytes(dir.as_ref()) as f64 / rows as f64,
+        "vector_index_per_chunk": vector_bytes as f64 / rows as f64,
+        "text_index_per_chunk": text_bytes as f64 / rows as f64,
+    })
+}
+
+/// [`probe_in_child`] against the truth of the rows written so far.
+fn probe_at(dir: &str, exact: &Truth, qs: &[Vec<f32>], words: &[String]) -> Value {
+    let truth = exact.ids(|row| format!("{row:032x}"));
+    std::fs::write(
+        std::path::Path::new(dir).join("probe.json"),
+        json!({"vectors": qs, "words": words, "truth": truth}).to_string(),
+    )
+    .expect("write probe");
+    probe_in_child(dir)
 }
 
 /// The searching side in a process of its own, so its memory is a searcher's: the
@@ -269,14 +309,7 @@ async fn measure(store: &Store, qs: &[Vec<f32>], truth: &[Vec<String>]) -> Vec<V
     let mut out = Vec::new();
     for (nprobes, refine) in SETTINGS {
         let (lat, ids) = time_queries(store, qs, Some((nprobes, refine))).await;
-        let recall = truth
-            .iter()
-            .zip(&ids)
-            .map(|(t, i)| {
-                t.iter().filter(|id| i.contains(id)).count() as f64 / t.len().max(1) as f64
-            })
-            .sum::<f64>()
-            / truth.len().max(1) as f64;
+        let recall = recall(truth, &ids);
         out.push(json!({
             "nprobes": nprobes, "refine_factor": refine,
             "p50_ms": percentile(&lat, 0.5), "p95_ms": percentile(&lat, 0.95),
@@ -286,6 +319,16 @@ async fn measure(store: &Store, qs: &[Vec<f32>], truth: &[Vec<String>]) -> Vec<V
         }));
     }
     out
+}
+
+/// Mean share of each query's true ids that were found.
+fn recall(truth: &[Vec<String>], found: &[Vec<String>]) -> f64 {
+    truth
+        .iter()
+        .zip(found)
+        .map(|(t, f)| t.iter().filter(|id| f.contains(id)).count() as f64 / t.len().max(1) as f64)
+        .sum::<f64>()
+        / truth.len().max(1) as f64
 }
 
 async fn time_queries(
