@@ -6,9 +6,12 @@
 //! - `search CHUNKS.jsonl DIR ROWS QUERIES`: the vector index at ROWS chunks, grown from
 //!   the real chunks' embeddings ([`scale`], [`synth`]); it runs `probe DIR` as a child
 //!   process for the searching side.
+//! - `catchup CHUNKS DIR ROWS`: ROWS more rows into the table `search` kept, then each
+//!   index's update timed on its own ([`catchup`]).
 //!
 //! Each prints one JSON object on stdout.
 
+mod catchup;
 mod scale;
 mod synth;
 mod truth;
@@ -102,9 +105,11 @@ async fn main() {
         }
         "search" => scale::run(&args[1..]).await,
         "probe" => scale::probe(&args[1]).await,
+        "catchup" => catchup::run(&args[1..]).await,
         _ => {
             eprintln!(
-                "usage: index_bench insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES | probe DIR"
+                "usage: index_bench insert CHUNKS DIR | search CHUNKS DIR ROWS QUERIES | probe DIR \
+                 | catchup CHUNKS DIR ROWS"
             );
             std::process::exit(2);
         }

@@ -387,7 +387,7 @@ async fn search_ids(store: &Store, q: &[f32], ann: Option<(usize, u32)>) -> Vec<
 }
 
 /// The chunks' embeddings, computed once and kept beside them (little-endian f32 rows).
-fn real_vectors(chunks: &str, texts: &[String]) -> Vec<Vec<f32>> {
+pub fn real_vectors(chunks: &str, texts: &[String]) -> Vec<Vec<f32>> {
     let cache = format!("{chunks}.vectors");
     if let Ok(mut f) = std::fs::File::open(&cache) {
         let mut raw = Vec::new();
