@@ -8,8 +8,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use trawl_index::store::Store;
 
+use crate::scale::{CHUNKS_PER_PAGE, batch, real_vectors};
 use crate::synth::Synth;
-use crate::{read_chunks, rows, scale::real_vectors};
+use crate::{read_chunks, rows};
 
 pub async fn run(args: &[String]) {
     let texts = read_chunks(&args[0]);
@@ -23,11 +24,11 @@ pub async fn run(args: &[String]) {
     while n < add {
         let len = 20_000.min(add - n);
         let from = have + n;
-        let vs: Vec<Vec<f32>> = (from..from + len).map(|i| synth.vector(i)).collect();
-        let ts: Vec<String> = (from..from + len)
-            .map(|i| texts[i % texts.len()].clone())
-            .collect();
-        store.add(&rows(&ts, vs, from, 4), &[]).await.expect("add");
+        let (ts, vs) = batch(&mut synth, &texts, from, len);
+        store
+            .add(&rows(&ts, vs, from, CHUNKS_PER_PAGE), &[])
+            .await
+            .expect("add");
         n += len;
     }
     let write_s = t.elapsed().as_secs_f64();

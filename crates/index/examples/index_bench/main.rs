@@ -42,6 +42,11 @@ fn embedder() -> trawl_index::Embedder {
     trawl_index::Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The id of row `i` of a benchmark table (its chunk hash too).
+fn row_id(i: usize) -> String {
+    format!("{i:032x}")
+}
+
 /// Rows `from..` with these texts and vectors, `per_page` chunks a page.
 fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize, per_page: usize) -> Vec<ChunkRow> {
     texts
@@ -49,7 +54,7 @@ fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize, per_page: usize) 
         .zip(vectors)
         .enumerate()
         .map(|(i, (t, v))| ChunkRow {
-            id: format!("{:032x}", from + i),
+            id: row_id(from + i),
             url: format!("http://bench/{}", (from + i) / per_page),
             canonical_url: format!("http://bench/{}", (from + i) / per_page),
             title: "bench".into(),
@@ -58,7 +63,7 @@ fn rows(texts: &[String], vectors: Vec<Vec<f32>>, from: usize, per_page: usize) 
             chunks_in_page: per_page as u32,
             fetched_at_ms: 0,
             page_fingerprint: 0,
-            chunk_hash: format!("{:032x}", from + i),
+            chunk_hash: row_id(from + i),
             chunk_simhash: (from + i) as u64,
             words: t.split_whitespace().count() as u32,
             tokens: 0,

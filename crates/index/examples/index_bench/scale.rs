@@ -26,12 +26,12 @@ use trawl_index::store::{SEGMENT_ROWS, Store};
 
 use crate::synth::Synth;
 use crate::truth::Truth;
-use crate::{embedder, percentile, read_chunks, rows};
+use crate::{embedder, percentile, read_chunks, row_id, rows};
 
 /// The product's default for `vector_index_min_rows`.
 const MIN_ROWS: usize = 50_000;
 /// Chunks a page (the docs crawl has 3.8).
-const CHUNKS_PER_PAGE: usize = 4;
+pub const CHUNKS_PER_PAGE: usize = 4;
 const UPDATE_PAGES: usize = 10_000;
 const FLUSH_ROWS: usize = 512;
 /// (nprobes, refine factor) settings measured; trawl's own is marked in the output.
@@ -71,11 +71,8 @@ pub async fn run(args: &[String]) {
     let (mut next_probe, mut on_the_way, mut probing) = (PROBE_FROM, Vec::new(), 0.0);
     while n < total {
         let len = 20_000.min(total - n);
-        let vs: Vec<Vec<f32>> = (n..n + len).map(|i| synth.vector(i)).collect();
+        let (ts, vs) = batch(&mut synth, &texts, n, len);
         exact.add(n, &vs);
-        let ts: Vec<String> = (n..n + len)
-            .map(|i| texts[i % texts.len()].clone())
-            .collect();
         store
             .add(&rows(&ts, vs, n, CHUNKS_PER_PAGE), &[])
             .await
@@ -95,7 +92,7 @@ pub async fn run(args: &[String]) {
                 // should a long run not finish).
                 let p = Instant::now();
                 let at = json!({"rows": n, "bytes": bytes_per_chunk(&store, dir, n).await,
-                                "search": probe_at(dir, &exact, &qs, &words)});
+                                "search": probe_at(dir, &exact.ids(row_id), &qs, &words)});
                 eprintln!("{at}");
                 on_the_way.push(at);
                 next_probe *= 2;
@@ -106,11 +103,11 @@ pub async fn run(args: &[String]) {
     let load_s = t.elapsed().as_secs_f64() - probing;
     let bytes = bytes_per_chunk(&store, dir, total).await;
 
-    let truth = exact.ids(|row| format!("{row:032x}"));
+    let truth = exact.ids(row_id);
     let flat_n = FLAT_QUERIES.min(qs.len());
     let (flat_lat, flat_ids) = time_queries(&store, &qs[..flat_n], None).await;
     let truth_agrees = recall(&truth[..flat_n], &flat_ids);
-    let grown = probe_at(dir, &exact, &qs, &words);
+    let grown = probe_at(dir, &truth, &qs, &words);
     let update_10k = update_pages(&store, &mut synth, &texts, total).await;
 
     let subs: Vec<u32> = std::env::var("FRESH")
@@ -176,9 +173,23 @@ async fn bytes_per_chunk(store: &Store, dir: &str, rows: usize) -> Value {
     })
 }
 
-/// [`probe_in_child`] against the truth of the rows written so far.
-fn probe_at(dir: &str, exact: &Truth, qs: &[Vec<f32>], words: &[String]) -> Value {
-    let truth = exact.ids(|row| format!("{row:032x}"));
+/// Rows `from..from + len` of the grown table: their texts (the real chunks over and
+/// over) and their vectors ([`Synth`], which makes them in order).
+pub fn batch(
+    synth: &mut Synth,
+    texts: &[String],
+    from: usize,
+    len: usize,
+) -> (Vec<String>, Vec<Vec<f32>>) {
+    let ts = (from..from + len)
+        .map(|i| texts[i % texts.len()].clone())
+        .collect();
+    let vs = (from..from + len).map(|i| synth.vector(i)).collect();
+    (ts, vs)
+}
+
+/// [`probe_in_child`] against `truth`, each query's true ids.
+fn probe_at(dir: &str, truth: &[Vec<String>], qs: &[Vec<f32>], words: &[String]) -> Value {
     std::fs::write(
         std::path::Path::new(dir).join("probe.json"),
         json!({"vectors": qs, "words": words, "truth": truth}).to_string(),
@@ -240,7 +251,7 @@ async fn update_pages(store: &Store, synth: &mut Synth, texts: &[String], total:
     let mut done = 0;
     while done < n {
         let len = FLUSH_ROWS.min(n - done);
-        let gone: Vec<String> = (done..done + len).map(|i| format!("{i:032x}")).collect();
+        let gone: Vec<String> = (done..done + len).map(row_id).collect();
         let vs: Vec<Vec<f32>> = (0..len).map(|j| synth.vector(total + done + j)).collect();
         let ts: Vec<String> = (0..len)
             .map(|j| texts[(done + j) % texts.len()].clone())
