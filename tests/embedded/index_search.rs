@@ -97,8 +97,14 @@ async fn crawl_then_search_finds_the_answering_page() {
         .count();
     assert_eq!(ix.pages as usize, indexable, "{ix:?} {urls:?}");
     assert_eq!(ix.pages, 6, "{ix:?} {urls:?}");
-    // The print page repeats four chapters: their text is stored once.
-    assert_eq!(ix.aliases_exact + ix.aliases_near, 4, "{ix:?}");
+    // The print page repeats four chapters: their text is stored once. A chapter crawled
+    // after the print page takes its chunk over (the print page keeps an alias), so which
+    // count holds an alias depends on the order the pages came in.
+    assert_eq!(
+        ix.aliases_exact + ix.aliases_near + ix.chunks_rehomed,
+        4,
+        "{ix:?}"
+    );
 
     let queries = [
         ("how do I get my data back from a snapshot", "backup.html"),

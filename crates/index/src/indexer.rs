@@ -121,14 +121,15 @@ impl IndexStats {
     /// The line `trawl index` and `trawl crawl` end with, for an index at `dir`.
     pub fn summary(&self, dir: &str) -> String {
         format!(
-            "index: {} pages ({} replaced, {} left out: noindex or reserved), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near), {:.1}s embedding; {} in {}",
+            "index: {} pages ({} replaced, {} left out: noindex or reserved), {} chunks stored, {} repeated chunks kept as aliases ({} exact, {} near, {} moved to a page they are more of), {:.1}s embedding; {} in {}",
             self.pages,
             self.pages_replaced,
             self.pages_excluded,
             self.chunks,
-            self.aliases_exact + self.aliases_near,
+            self.aliases_exact + self.aliases_near + self.chunks_rehomed,
             self.aliases_exact,
             self.aliases_near,
+            self.chunks_rehomed,
             self.embed_seconds,
             if self.indexes_built.is_empty() {
                 "no search indexes".to_string()
