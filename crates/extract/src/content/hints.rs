@@ -184,20 +184,23 @@ fn is_discussion(t: &str) -> bool {
     )
 }
 
-/// Whether the box's only chrome words name an advertisement slot. An ad slot holds an
-/// iframe, an image or a label, never paragraphs of running text; when one does, the
-/// markup around it is broken (an unclosed or garbled tag whose box took in the rest of
-/// the article), so the text is the page's and not the ad's.
-pub fn is_ad_slot(hint: &str) -> bool {
-    let mut ad = false;
+/// Whether the box's only chrome words name a slot that wraps the page's own text when it
+/// holds paragraphs of it:
+/// - an advertisement slot holds an iframe, an image or a label, never running text; when
+///   one does, the markup around it is broken (an unclosed or garbled tag whose box took
+///   in the rest of the article);
+/// - a paywall box holds a "subscribe to read on" notice, or the part of the article
+///   behind the wall, sent whole and hidden by script.
+pub fn is_text_slot(hint: &str) -> bool {
+    let mut slot = false;
     for t in tokens(hint) {
-        if matches!(t, "ad" | "ads" | "adv" | "advert" | "advertisement") {
-            ad = true;
+        if matches!(t, "ad" | "ads" | "adv" | "advert" | "advertisement" | "paywall") {
+            slot = true;
         } else if is_strong(t) || is_weak(t) {
             return false;
         }
     }
-    ad
+    slot
 }
 
 fn tokens(hint: &str) -> impl Iterator<Item = &str> {
@@ -303,14 +306,16 @@ mod tests {
     }
 
     #[test]
-    fn ad_slots() {
-        assert!(is_ad_slot("ad-container"));
-        assert!(is_ad_slot("svelte-ctf3gy opscoad-article_in_read ad"));
+    fn text_slots() {
+        assert!(is_text_slot("ad-container"));
+        assert!(is_text_slot("svelte-ctf3gy opscoad-article_in_read ad"));
         assert!(
-            !is_ad_slot("ad sidebar"),
+            !is_text_slot("ad sidebar"),
             "a sidebar is chrome whatever it holds"
         );
-        assert!(!is_ad_slot("comments ad"));
-        assert!(!is_ad_slot("shadow"));
+        assert!(!is_text_slot("comments ad"));
+        assert!(!is_text_slot("shadow"));
+        assert!(is_text_slot("paywall"));
+        assert!(!is_text_slot("paywall-subscribe"));
     }
 }

@@ -7,7 +7,7 @@
 //! picks the boxes from the weights.
 
 use super::dom::{Dom, NONE, Node, hint_has};
-use super::hints::{Hint, classify, is_ad_slot};
+use super::hints::{Hint, classify, is_text_slot};
 use super::tags::Tag;
 
 /// A block whose own text is more than half link text is navigation: all of it counts
@@ -20,9 +20,9 @@ pub(super) const LINK_LIGHT: f32 = 0.34;
 pub(super) const LONG_TEXT: f32 = 80.0;
 /// Characters of own text that, with punctuation, make a block running text (a sentence).
 pub(super) const SENTENCE: f32 = 25.0;
-/// Running text (characters) past which a box named as an ad slot is taken for the
-/// page's text that broken markup put inside one ([`is_ad_slot`]): a dozen lines.
-const AD_SLOT_TEXT: f32 = 1000.0;
+/// Running text (characters) past which a box named as an ad slot or a paywall is taken
+/// for the page's own text ([`is_text_slot`]): a dozen lines.
+const SLOT_TEXT: f32 = 1000.0;
 
 /// Per-node facts, indexed like [`Dom::nodes`].
 pub struct Analysis {
@@ -64,7 +64,21 @@ pub(super) fn is_hidden(dom: &Dom, i: u32) -> bool {
             return true;
         }
     }
-    false
+    dom.attr(i, "class").is_some_and(hidden_by_class)
+}
+
+/// Bootstrap's `d-none` hides a box on every screen unless a class shows it again from
+/// some width on (`d-md-block`).
+fn hidden_by_class(class: &str) -> bool {
+    let mut none = false;
+    for t in class.split_ascii_whitespace() {
+        if t == "d-none" {
+            none = true;
+        } else if t.starts_with("d-") && t.matches('-').count() == 2 {
+            return false;
+        }
+    }
+    none
 }
 
 fn count_text(s: &str) -> (u32, u32) {
@@ -219,6 +233,9 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
         hidden: vec![false; n],
     };
     let mut in_code = vec![false; n];
+    // Comments (schema.org `Comment`) mark their text `itemprop="text"` as posts do; it
+    // does not make them the page's main box.
+    let mut in_comment = vec![false; n];
     let forum = a.forum;
     let qa = forum && is_qa(dom);
     for i in 0..n {
@@ -238,6 +255,10 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
         // anchor text.
         // On article pages, cards are teasers for other articles and count as links.
         in_code[i] = (p != NONE && in_code[p as usize]) || matches!(node.tag, Tag::Pre | Tag::Code);
+        in_comment[i] = (p != NONE && in_comment[p as usize])
+            || dom
+                .attr(i as u32, "itemtype")
+                .is_some_and(|t| t.ends_with("/Comment"));
         m.in_link[i] = (kind == super::PageType::Article || !node.tag.is_block())
             && (plink || node.tag == Tag::A);
         a.owner[i] = if node.tag.is_block() || node.tag == Tag::Root {
@@ -247,7 +268,7 @@ fn mark(dom: &Dom, a: &mut Analysis, kind: super::PageType) -> Marks {
         };
         if node.tag != Tag::Text && !a.removed[i] {
             if matches!(node.tag, Tag::Html | Tag::Body | Tag::Main | Tag::Article)
-                || is_structural_main(dom, i as u32)
+                || (is_structural_main(dom, i as u32) && !in_comment[i])
             {
                 m.has_main[i] = true;
             } else if is_hidden(dom, i as u32) {
@@ -294,6 +315,8 @@ fn qa_chrome(dom: &Dom, i: u32) -> bool {
         "voting-container",
         "post-taglist",
         "post-menu",
+        "comments-link",
+        "post-form",
     ];
     let hint = &*dom.node(i).hint;
     dom.attr(i, "itemtype")
@@ -312,6 +335,9 @@ fn post_frame(hint: &str) -> bool {
         "postprofile",
         "message-attribution",
         "message-signature",
+        "message-cell--user",
+        "message-lastedit",
+        "message-attachments",
         "post-signature",
         "expandlink",
         "thread-actions",
@@ -373,7 +399,7 @@ fn remove_by_hints(dom: &Dom, a: &mut Analysis, marks: &Marks) {
                 Hint::Chrome => true,
                 Hint::Strong if level != Hint::Positive => {
                     share < 0.7
-                        && !(a.content_weight[i] >= AD_SLOT_TEXT && is_ad_slot(&dom.nodes[i].hint))
+                        && !(a.content_weight[i] >= SLOT_TEXT && is_text_slot(&dom.nodes[i].hint))
                 }
                 Hint::Negative if level == Hint::Negative => share < 0.3,
                 _ => false,

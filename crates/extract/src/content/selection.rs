@@ -58,8 +58,8 @@ fn beside_is_links(a: &Analysis, best: u32, inner: u32) -> bool {
     chars > 0 && links as f32 >= BESIDE_LINKS * chars as f32
 }
 
-/// Headings of the boxes that close an article: its author's or reviewer's card and the
-/// site's disclaimer.
+/// Headings of the boxes that close an article: its author's or reviewer's card, the
+/// site's disclaimer and the teasers for other articles.
 const END_SECTIONS: &[&str] = &[
     "about the author",
     "about the authors",
@@ -73,7 +73,53 @@ const END_SECTIONS: &[&str] = &[
     "disclosures",
     "disclaimer & disclosures",
     "disclaimer and disclosures",
+    "related posts",
+    "related articles",
+    "related stories",
+    "related reading",
+    "recommended posts",
+    "recommended articles",
+    "recommended for you",
+    "recommended reading",
+    "you may also like",
+    "you might also like",
+    "more stories",
+    "more articles",
+    "read next",
+    "popular posts",
+    "recent posts",
+    "latest posts",
 ];
+
+/// Headings that open the teasers for other pages of the site ("Related products",
+/// "Recommended for you"), by their first word.
+const TEASER_HEADINGS: &[&str] = &["related", "recommended", "similar"];
+
+/// Whether the block `b`, labelled `t`, is a heading that opens teasers.
+fn opens_teasers(dom: &Dom, b: u32, t: &str) -> bool {
+    dom.node(b).tag.heading_level().is_some()
+        && t.split(' ').count() <= 5
+        && t.split(' ').next().is_some_and(|w| TEASER_HEADINGS.contains(&w))
+}
+
+/// Whether what follows `b` in the roots (`chars` characters) is teasers: links, one at
+/// least every 300 characters. Notes and references under a "Related" heading are text.
+fn teasers_follow(
+    dom: &Dom,
+    a: &Analysis,
+    roots: &[u32],
+    dropped: &[bool],
+    b: u32,
+    chars: usize,
+) -> bool {
+    let links = roots
+        .iter()
+        .flat_map(|&r| r..dom.subtree_end(r))
+        .filter(|&j| j > b && !dropped[j as usize] && !a.removed[j as usize])
+        .filter(|&j| dom.node(j).tag == Tag::A)
+        .count();
+    links >= 3 && links * 300 >= chars
+}
 
 /// Labels that sit alone in a block inside article text.
 const LABELS: &[&str] = &[
@@ -97,6 +143,12 @@ const LABELS: &[&str] = &[
     "share this",
     "share this article",
 ];
+
+/// A block's text as a label: lower case, spaces (no-break ones too) single, no colon.
+fn label(text: &str) -> String {
+    let t = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    t.trim_end_matches(':').trim_end().to_lowercase()
+}
 
 fn words(s: &str) -> usize {
     s.split_whitespace().count()
@@ -140,7 +192,7 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
         }
     };
     for &b in &blocks {
-        let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
+        let t = label(text_of(b));
         if LABELS.contains(&t.as_str()) {
             dropped[b as usize] = true;
         }
@@ -154,8 +206,12 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
     let mut seen = 0usize;
     let mut cut = None;
     for (k, &b) in blocks.iter().enumerate() {
-        let t = text_of(b).trim().trim_end_matches(':').to_lowercase();
-        if seen * 3 >= total * 2 && END_SECTIONS.contains(&t.as_str()) {
+        let t = label(text_of(b));
+        if seen * 3 >= total * 2
+            && (END_SECTIONS.contains(&t.as_str())
+                || (opens_teasers(dom, b, &t)
+                    && teasers_follow(dom, a, roots, dropped, b, total - seen)))
+        {
             cut = Some(k);
             break;
         }
@@ -210,6 +266,12 @@ const BESIDE_LINKS: f32 = 0.15;
 const LISTING_SHARE: f32 = 0.35;
 /// ... or this share on a page that says it is an article.
 const ARTICLE_LISTING_SHARE: f32 = 0.15;
+/// Running text (weighed characters) that makes the best box an article's text, whatever
+/// menus stand beside it.
+const ARTICLE_TEXT: f32 = 300.0;
+/// Running text (weighed characters) past which a form is a page wrapped in one (ASP.NET
+/// pages are) rather than a form to fill in.
+const FORM_TEXT: f32 = 300.0;
 /// The covering box holds this share of the text left after chrome removal.
 const COVER_SHARE: f32 = 0.8;
 
@@ -267,8 +329,15 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
     } else {
         LISTING_SHARE
     };
+    // Menus and tag clouds beside a box of running text (short links) are not items of
+    // a list; beside a box of a few lines they may be (thread titles, event names).
+    let page_text = if a.content_weight[best as usize] >= ARTICLE_TEXT {
+        a.chars[0].saturating_sub(menu_chars(dom, a, best))
+    } else {
+        a.chars[0]
+    };
     let listing = !is_structural_main(dom, best)
-        && a.content_weight[best as usize] < share * a.chars[0] as f32;
+        && a.content_weight[best as usize] < share * page_text as f32;
     let best = if listing {
         covering(dom, a)
     } else if a.forum {
@@ -284,6 +353,41 @@ pub fn select(dom: &Dom, a: &Analysis, title: Option<&str>) -> Selection {
         trim(dom, a, &roots, &mut dropped);
     }
     Selection { roots, dropped }
+}
+
+/// A menu or tag list: many short links and little else.
+fn is_menu(a: &Analysis, j: u32) -> bool {
+    let ju = j as usize;
+    if a.chars[ju] == 0 {
+        return false;
+    }
+    let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
+    let links = a.links[ju];
+    let avg = a.link_chars[ju] as f32 / links.max(1) as f32;
+    ld > 0.6 && links >= 3 && avg < 15.0 && a.content_weight[ju] == 0.0
+}
+
+/// Characters in the live menus of the page outside the box `best` (the outermost of
+/// nested ones; not a box holding `best`).
+fn menu_chars(dom: &Dom, a: &Analysis, best: u32) -> u32 {
+    let mut total = 0;
+    let mut i = 0u32;
+    let n = dom.nodes.len() as u32;
+    let best_end = dom.subtree_end(best);
+    while i < n {
+        if i == best {
+            i = best_end;
+            continue;
+        }
+        let holds_best = i < best && best < dom.subtree_end(i);
+        if !holds_best && !a.removed[i as usize] && dom.node(i).tag.is_block() && is_menu(a, i) {
+            total += a.chars[i as usize];
+            i = dom.subtree_end(i);
+        } else {
+            i += 1;
+        }
+    }
+    total
 }
 
 /// The live block with the best balance. On a tie the later box in document order wins,
@@ -331,6 +435,21 @@ fn with_siblings(dom: &Dom, a: &Analysis, best: u32) -> Vec<u32> {
     merged
 }
 
+/// A form with fields to fill in and little running text of its own.
+fn is_fill_in(dom: &Dom, a: &Analysis, form: u32) -> bool {
+    let fields = (form..dom.subtree_end(form))
+        .filter(|&j| match dom.node(j).tag {
+            Tag::Input => !matches!(
+                dom.attr(j, "type").map(str::to_ascii_lowercase).as_deref(),
+                Some("hidden" | "submit" | "button" | "image" | "reset")
+            ),
+            Tag::Select | Tag::Textarea => true,
+            _ => false,
+        })
+        .count();
+    fields >= 2 && a.content_weight[form as usize] < FORM_TEXT
+}
+
 /// What is dropped inside the roots: removed boxes, menus and the headline.
 fn drop_inside(
     dom: &Dom,
@@ -350,13 +469,13 @@ fn drop_inside(
             // Menus and tag lists inside the content: many short links and little else. On
             // listings the links are the items.
             let node = dom.node(j);
-            if !listing && node.tag.is_block() && a.chars[ju] > 0 {
-                let ld = a.link_chars[ju] as f32 / a.chars[ju] as f32;
-                let links = a.links[ju];
-                let avg = a.link_chars[ju] as f32 / links.max(1) as f32;
-                if ld > 0.6 && links >= 3 && avg < 15.0 && a.content_weight[ju] == 0.0 {
-                    dropped[ju] = true;
-                }
+            if !listing && node.tag.is_block() && is_menu(a, j) {
+                dropped[ju] = true;
+            }
+            // A form to fill in (contact, quote, sign-up) is the page's tool, not its
+            // text: its labels and help read as short lines.
+            if node.tag == Tag::Form && j != r && is_fill_in(dom, a, j) {
+                dropped[ju] = true;
             }
             // The headline is the title, not the text.
             if node.tag == Tag::H1
