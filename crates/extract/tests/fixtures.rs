@@ -389,3 +389,201 @@ fn a_box_named_as_the_content_wins_over_teasers_beside_it() {
         &["Other story", "An excerpt"],
     );
 }
+
+fn at(url: &str, html: &str) -> Content {
+    extract(
+        html,
+        Some(&Url::parse(url).expect("url")),
+        Options::default(),
+    )
+}
+
+/// Comments carry schema.org's `itemprop="text"` as posts do (Stack Exchange marks up
+/// its comments so); that does not make them the page's main box.
+#[test]
+fn comments_marked_up_like_posts_are_dropped() {
+    let comment = |n: usize| {
+        format!(
+            "<li itemprop=\"comment\" itemscope itemtype=\"https://schema.org/Comment\" \
+             class=\"comment\"><div class=\"comment-body\"><span itemprop=\"text\">Remark {n} \
+             says the question could be clearer about what was tried before, and asks for \
+             the exact numbers that went into the recipe.</span> <span>user{n}</span></div></li>"
+        )
+    };
+    let html = format!(
+        "<html><body itemscope itemtype=\"https://schema.org/QAPage\"><div id=\"mainbar\">\
+         <div class=\"question\" itemprop=\"mainEntity\" itemscope \
+         itemtype=\"https://schema.org/Question\"><div itemprop=\"text\"><p>Is there any general \
+         rule for leaving an ingredient out of a recipe, or for knowing when a substitution \
+         will not work at all?</p></div><span class=\"d-none\" itemprop=\"commentCount\">\
+         Counted remarks</span><ul class=\"comments-list\">{}{}</ul></div>\
+         <div class=\"answer\" itemscope itemtype=\"https://schema.org/Answer\">\
+         <div itemprop=\"text\"><p>There is no such rule, but you can approach it in a \
+         strategic way: know why the ingredient is in the recipe before you replace it, \
+         flavour or texture.</p></div></div></div></body></html>",
+        comment(1),
+        comment(2)
+    );
+    let c = at(
+        "https://cooking.answers.example/questions/92884/ways",
+        &html,
+    );
+    check(
+        &c,
+        &["general rule", "no such rule"],
+        &["Remark 1", "Remark 2", "Counted remarks"],
+    );
+}
+
+/// Bootstrap's `d-none` hides a box on every screen, unless a class shows it from some
+/// width on.
+#[test]
+fn a_box_hidden_by_its_class_is_dropped() {
+    let html = format!(
+        "<html><body><article>{}<p class=\"d-none\">A note for screen readers that no one \
+         sees, written out at length as if it were a sentence.</p><p class=\"d-none \
+         d-md-block\">Shown on wider screens, this line is part of the story and stays in \
+         it.</p>{}</article></body></html>",
+        para(0),
+        para(1)
+    );
+    let c = inline(&html);
+    check(
+        &c,
+        &["Passage 0 ", "Shown on wider", "Passage 1 "],
+        &["no one sees"],
+    );
+}
+
+/// A paywall box that holds the rest of the article (sent whole, hidden by script) is the
+/// article; one that holds a notice is not.
+#[test]
+fn the_text_behind_a_paywall_is_kept() {
+    // Half the story before the wall: too little to save the box by its share alone.
+    let first: String = (0..10).map(para).collect();
+    let rest: String = (10..20).map(para).collect();
+    let html = format!(
+        "<html><body><article>{first}<div class=\"paywall\">{rest}</div>\
+         <div class=\"paywall\"><p>Subscribe today to read on, with a trial month for less \
+         than a coffee.</p></div></article></body></html>"
+    );
+    let c = inline(&html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 10 ", "Passage 19 "],
+        &["Subscribe today"],
+    );
+}
+
+/// A short story beside a long column of category links is a story, not a listing: the
+/// categories are a menu, not its items.
+#[test]
+fn a_short_story_beside_a_long_menu_is_not_a_listing() {
+    let cats: String = (0..150)
+        .map(|i| format!("<li><a href=\"/c/{i}\">Topic area {i}</a></li>"))
+        .collect();
+    let html = format!(
+        "<html><body><div class=\"row\"><div class=\"col-md-9\"><h1>Break-in at the clinic</h1>\
+         {}{}{}</div><div class=\"col-md-3\"><b>Categories</b><ul>{cats}</ul></div></div>\
+         </body></html>",
+        para(0),
+        para(1),
+        para(2)
+    );
+    let c = at("https://city.example/news/break-in", &html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 2 "],
+        &["Topic 1", "Categories"],
+    );
+}
+
+/// "Related posts" after the text opens teasers for other pages; notes under a "Related"
+/// heading with no links are text.
+#[test]
+fn teasers_under_a_related_heading_close_the_text() {
+    let cards: String = (0..4)
+        .map(|i| {
+            format!(
+                "<div class=\"card\"><a href=\"/p/{i}\"><h3>Other post {i}</h3><p>A summary of \
+                 another post, long enough to be read as a sentence on its own.</p></a></div>"
+            )
+        })
+        .collect();
+    let body: String = (0..8).map(para).collect();
+    let html = format!(
+        "<html><body><main><h1>The guide</h1>{body}<h2>Recommended&nbsp;posts</h2>{cards}\
+         </main></body></html>"
+    );
+    let c = at("https://blog.example/guide", &html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 7 "],
+        &["Other post", "A summary"],
+    );
+
+    let html = format!(
+        "<html><body><main><h1>The guide</h1>{body}<h2>Related topics</h2><p>[1] A footnote \
+         that qualifies what the guide says about discounts, as long as a paragraph.</p>\
+         </main></body></html>"
+    );
+    let c = at("https://blog.example/guide", &html);
+    check(&c, &["Passage 7 ", "[1] A footnote"], &[]);
+}
+
+/// A form to fill in is the page's tool, not its text; a page wrapped whole in a form
+/// (ASP.NET's) keeps its text.
+#[test]
+fn a_form_to_fill_in_is_dropped() {
+    let body: String = (0..6).map(para).collect();
+    let html = format!(
+        "<html><body><main>{body}<form class=\"contact\"><h3>Request a quote</h3>\
+         <label>First Name</label><input name=first><label>Email address</label>\
+         <input type=email name=mail><label>How did you find us?</label><select><option>\
+         Search</option></select><input type=submit value=Send></form></main></body></html>"
+    );
+    let c = at("https://movers.example/houston", &html);
+    check(
+        &c,
+        &["Passage 0 ", "Passage 5 "],
+        &["First Name", "How did you find us"],
+    );
+
+    let html = format!(
+        "<html><body><form id=\"aspnetForm\"><input type=hidden name=state>\
+         <input name=q><select><option>All</option></select><main>{body}</main></form>\
+         </body></html>"
+    );
+    let c = at("https://movers.example/houston", &html);
+    check(&c, &["Passage 0 ", "Passage 5 "], &[]);
+}
+
+/// XenForo's user cell beside each post (name, title, join date, message count) is the
+/// post's frame.
+#[test]
+fn a_forums_user_cell_is_dropped() {
+    let post = |n: usize| {
+        format!(
+            "<article class=\"message message--post\"><div class=\"message-inner\">\
+             <div class=\"message-cell message-cell--user\"><section class=\"message-user\">\
+             <h4 class=\"message-name\">brewer{n}</h4><h5 class=\"userTitle\">Apprentice</h5>\
+             <dl><dt>Joined</dt><dd>Aug 17, 2017</dd><dt>Messages</dt><dd>92{n}</dd></dl>\
+             </section></div><div class=\"message-cell message-cell--main\">\
+             <div class=\"message-userContent\"><div class=\"bbWrapper\">Reply {n}: mash at \
+             sixty-seven degrees for an hour, then sparge slowly; it made a clearer wort for \
+             me every time.</div></div></div></div></article>"
+        )
+    };
+    let posts: String = (0..4).map(post).collect();
+    let html = format!("<html><body><div class=\"block-body\">{posts}</div></body></html>");
+    let c = at(
+        "https://brew.example/forum/threads/simple-recipe.16986/",
+        &html,
+    );
+    assert_eq!(c.kind, Some(PageType::Forum));
+    check(
+        &c,
+        &["Reply 0:", "Reply 3:"],
+        &["brewer1", "Apprentice", "Aug 17, 2017"],
+    );
+}

@@ -194,7 +194,10 @@ fn is_discussion(t: &str) -> bool {
 pub fn is_text_slot(hint: &str) -> bool {
     let mut slot = false;
     for t in tokens(hint) {
-        if matches!(t, "ad" | "ads" | "adv" | "advert" | "advertisement" | "paywall") {
+        if matches!(
+            t,
+            "ad" | "ads" | "adv" | "advert" | "advertisement" | "paywall"
+        ) {
             slot = true;
         } else if is_strong(t) || is_weak(t) {
             return false;

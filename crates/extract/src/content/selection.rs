@@ -99,7 +99,9 @@ const TEASER_HEADINGS: &[&str] = &["related", "recommended", "similar"];
 fn opens_teasers(dom: &Dom, b: u32, t: &str) -> bool {
     dom.node(b).tag.heading_level().is_some()
         && t.split(' ').count() <= 5
-        && t.split(' ').next().is_some_and(|w| TEASER_HEADINGS.contains(&w))
+        && t.split(' ')
+            .next()
+            .is_some_and(|w| TEASER_HEADINGS.contains(&w))
 }
 
 /// Whether what follows `b` in the roots (`chars` characters) is teasers: links, one at
