@@ -34,6 +34,7 @@ fn descend(dom: &Dom, a: &Analysis, best: u32) -> u32 {
         let declared = is_structural_main(dom, i)
             || (a.content_weight[iu] >= NAMED_SHARE * top
                 && (a.article || beside_is_links(a, best, i))
+                && !lines_beside(a, best, i)
                 && classify(&dom.node(i).hint, a.forum) == Hint::Positive);
         if !declared || has_alike_siblings(dom, a, i) {
             continue;
@@ -245,11 +246,22 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
         let own = a.own_chars[b as usize] as f32;
         dom.node(b).tag == Tag::Li && own > 0.0 && a.own_link_chars[b as usize] as f32 / own > 0.8
     };
-    for &b in blocks.iter().rev() {
-        if own_good(b) {
-            break;
-        }
-        if words(text_of(b)) < 12 || link(b) {
+    let tail: Vec<u32> = blocks
+        .iter()
+        .rev()
+        .take_while(|&&b| !own_good(b))
+        .copied()
+        .collect();
+    // Short lines after the text that outweigh it are its lists (a top ten, a table of
+    // names), not its frame.
+    let lines: f32 = tail
+        .iter()
+        .map(|&b| (a.own_chars[b as usize] - a.own_link_chars[b as usize]) as f32)
+        .sum();
+    let good: f32 = roots.iter().map(|&r| a.content_weight[r as usize]).sum();
+    let lists = lines >= good.max(LONG_TEXT);
+    for b in tail {
+        if link(b) || (!lists && words(text_of(b)) < 12) {
             dropped[b as usize] = true;
         }
     }
@@ -272,8 +284,9 @@ const ARTICLE_LISTING_SHARE: f32 = 0.15;
 /// menus stand beside it.
 const ARTICLE_TEXT: f32 = 300.0;
 /// Running text (weighed characters) past which a form is a page wrapped in one (ASP.NET
-/// pages are) rather than a form to fill in.
+/// pages are) rather than a form to fill in, or this much a field when it has many.
 const FORM_TEXT: f32 = 300.0;
+const FIELD_TEXT: f32 = 60.0;
 /// The covering box holds this share of the text left after chrome removal.
 const COVER_SHARE: f32 = 0.8;
 
@@ -408,6 +421,35 @@ fn best_balanced(dom: &Dom, a: &Analysis) -> u32 {
             best = i;
         }
     }
+    with_its_lines(dom, a, best, best_score)
+}
+
+/// Plain text in box `i`: lines that are neither running text nor links.
+fn plain(a: &Analysis, i: u32) -> f32 {
+    let iu = i as usize;
+    a.chars[iu] as f32 - a.link_chars[iu] as f32 - a.content_weight[iu]
+}
+
+/// Whether `outer` holds more plain text beside its box `inner` than `inner` holds
+/// running text (an article's lists of names beside its paragraphs).
+fn lines_beside(a: &Analysis, outer: u32, inner: u32) -> bool {
+    plain(a, outer) - plain(a, inner) >= a.content_weight[inner as usize]
+}
+
+/// The nearest box holding `best` that ties with it and adds more plain text (lines
+/// that are neither running text nor links: a list of names, a table of figures) than
+/// `best` holds running text: the article's lists, not its frame.
+fn with_its_lines(dom: &Dom, a: &Analysis, best: u32, score: f32) -> u32 {
+    if a.content_weight[best as usize] <= 0.0 {
+        return best;
+    }
+    let mut p = dom.node(best).parent;
+    while p != NONE {
+        if balance(dom, a, p) >= score && lines_beside(a, p, best) {
+            return p;
+        }
+        p = dom.node(p).parent;
+    }
     best
 }
 
@@ -437,8 +479,9 @@ fn with_siblings(dom: &Dom, a: &Analysis, best: u32) -> Vec<u32> {
     merged
 }
 
-/// A form with fields to fill in and little running text of its own.
-fn is_fill_in(dom: &Dom, a: &Analysis, form: u32) -> bool {
+/// A form inside the root `root` with fields to fill in and little running text of its
+/// own (labels, help, a consent notice) beside the root's.
+fn is_fill_in(dom: &Dom, a: &Analysis, form: u32, root: u32) -> bool {
     let fields = (form..dom.subtree_end(form))
         .filter(|&j| match dom.node(j).tag {
             Tag::Input => !matches!(
@@ -449,7 +492,10 @@ fn is_fill_in(dom: &Dom, a: &Analysis, form: u32) -> bool {
             _ => false,
         })
         .count();
-    fields >= 2 && a.content_weight[form as usize] < FORM_TEXT
+    let text = a.content_weight[form as usize];
+    fields >= 2
+        && text < FORM_TEXT.max(FIELD_TEXT * fields as f32)
+        && text < 0.5 * a.content_weight[root as usize]
 }
 
 /// What is dropped inside the roots: removed boxes, menus and the headline.
@@ -476,7 +522,7 @@ fn drop_inside(
             }
             // A form to fill in (contact, quote, sign-up) is the page's tool, not its
             // text: its labels and help read as short lines.
-            if node.tag == Tag::Form && j != r && is_fill_in(dom, a, j) {
+            if node.tag == Tag::Form && j != r && is_fill_in(dom, a, j, r) {
                 dropped[ju] = true;
             }
             // The headline is the title, not the text.
