@@ -64,21 +64,44 @@ pub(super) fn is_hidden(dom: &Dom, i: u32) -> bool {
             return true;
         }
     }
-    dom.attr(i, "class").is_some_and(hidden_by_class)
+    match dom.attr(i, "class").map(hidden_by_class) {
+        Some(Hidden::Always) => true,
+        // Sites keep a copy of a post as structured data in a box their style sheet hides;
+        // elsewhere `hidden` is as often a fold that script opens (a tab, "show more").
+        Some(Hidden::Mostly) => holds_microdata(dom, i),
+        _ => false,
+    }
+}
+
+#[derive(PartialEq)]
+enum Hidden {
+    Always,
+    Mostly,
+    No,
 }
 
 /// Bootstrap's `d-none` hides a box on every screen unless a class shows it again from
-/// some width on (`d-md-block`).
-fn hidden_by_class(class: &str) -> bool {
-    let mut none = false;
+/// some width on (`d-md-block`, `md:block`); `hidden` (Bootstrap 3's, Tailwind's,
+/// XenForo's) too, but script takes it off.
+fn hidden_by_class(class: &str) -> Hidden {
+    let mut hidden = Hidden::No;
     for t in class.split_ascii_whitespace() {
         if t == "d-none" {
-            none = true;
-        } else if t.starts_with("d-") && t.matches('-').count() == 2 {
-            return false;
+            hidden = Hidden::Always;
+        } else if t == "hidden" && hidden == Hidden::No {
+            hidden = Hidden::Mostly;
+        } else if (t.starts_with("d-") && t.matches('-').count() == 2) || t.contains(':') {
+            return Hidden::No;
         }
     }
-    none
+    hidden
+}
+
+/// Whether the box's first elements carry schema.org microdata (`itemprop`).
+fn holds_microdata(dom: &Dom, i: u32) -> bool {
+    (i..dom.subtree_end(i))
+        .take(8)
+        .any(|j| dom.attr(j, "itemprop").is_some())
 }
 
 fn count_text(s: &str) -> (u32, u32) {
@@ -398,8 +421,7 @@ fn remove_by_hints(dom: &Dom, a: &mut Analysis, marks: &Marks) {
             let remove = match marks.hint[i] {
                 Hint::Chrome => true,
                 Hint::Strong if level != Hint::Positive => {
-                    share < 0.7
-                        && !(a.content_weight[i] >= SLOT_TEXT && is_text_slot(&dom.nodes[i].hint))
+                    share < 0.7 && !(holds_text(a, i) && is_text_slot(&dom.nodes[i].hint))
                 }
                 Hint::Negative if level == Hint::Negative => share < 0.3,
                 _ => false,
@@ -415,11 +437,20 @@ fn remove_by_hints(dom: &Dom, a: &mut Analysis, marks: &Marks) {
         }
         let kept = running_text(dom, a, &a.removed);
         let all = running_text(dom, a, &base_dead);
-        // Small pages are judged by share alone.
-        if kept >= 0.1 * all && (kept >= 300.0 || kept >= 0.3 * all) {
+        // Small pages are judged by share alone; what announces itself as chrome whatever
+        // else it says (a sidebar, a footer) may hold more of a small page.
+        let share = if level == Hint::Strong { 0.2 } else { 0.3 };
+        if kept >= 0.1 * all && (kept >= 300.0 || kept >= share * all) {
             break;
         }
     }
+}
+
+/// Whether box `i` holds a dozen lines of text that is not links: running text, or the
+/// items of a listing (an ad slot holds an iframe, an image or a label).
+fn holds_text(a: &Analysis, i: usize) -> bool {
+    a.content_weight[i] >= SLOT_TEXT
+        || a.chars[i].saturating_sub(a.link_chars[i]) as f32 >= SLOT_TEXT
 }
 
 /// Own text less link text, summed over the blocks that `removed` keeps.
