@@ -539,14 +539,20 @@ fn a_form_to_fill_in_is_dropped() {
     let html = format!(
         "<html><body><main>{body}<form class=\"contact\"><h3>Request a quote</h3>\
          <label>First Name</label><input name=first><label>Email address</label>\
-         <input type=email name=mail><label>How did you find us?</label><select><option>\
-         Search</option></select><input type=submit value=Send></form></main></body></html>"
+         <input type=email name=mail><label>Phone</label><input type=tel name=tel>\
+         <label>Street</label><input name=street><label>City</label><input name=city>\
+         <label>How did you find us?</label><select><option>Search</option></select>\
+         <p>You agree to receive informational messages (appointment reminders, account \
+         notifications) from us. Message frequency varies and data rates may apply. For help, \
+         reply HELP; we will not share your number with third parties for marketing, and you \
+         can opt out at any time by replying STOP to any message.</p>\
+         <input type=submit value=Send></form></main></body></html>"
     );
     let c = at("https://movers.example/houston", &html);
     check(
         &c,
         &["Passage 0 ", "Passage 5 "],
-        &["First Name", "How did you find us"],
+        &["First Name", "How did you find us", "replying STOP"],
     );
 
     let html = format!(
@@ -585,5 +591,144 @@ fn a_forums_user_cell_is_dropped() {
         &c,
         &["Reply 0:", "Reply 3:"],
         &["brewer1", "Apprentice", "Aug 17, 2017"],
+    );
+}
+
+/// A listing whose box is named for the ads placed between its items (`with-ads`,
+/// `dynamic-ad-container`) is the listing: an ad slot holds no dozen lines of text.
+#[test]
+fn a_listing_with_ads_between_its_items_is_kept() {
+    let items: String = (0..30)
+        .map(|i| {
+            // A few items carry a line of running text; most are a date, a name, a place.
+            let note = if i % 3 == 0 {
+                "<p>Doors open at eight, tickets at the box office.</p>"
+            } else {
+                ""
+            };
+            format!(
+                "<li class=\"event\"><p>Saturday {i} March</p><p><a href=\"/e/{i}\">Band {i}</a>\
+                 </p><p>The Warfield in San Francisco</p>{note}</li>"
+            )
+        })
+        .collect();
+    let genres: String = (0..30)
+        .map(|i| format!("<li><a href=\"?g={i}\">Genre {i}</a></li>"))
+        .collect();
+    let html = format!(
+        "<html><body><nav><a href=/>Home</a> <a href=/c>Concerts</a></nav><div class=\"primary\">\
+         <div class=\"summary\"><h1>Concerts in the Bay Area</h1><p>Find tickets to all live \
+         music, concerts, tour dates and festivals in and around the Bay Area, from the big \
+         halls of the city to the small clubs across the water, updated every day.</p></div>\
+         <div class=\"filter-container\"><h4>Filter by genre</h4><p>Choose a genre, a date or \
+         an artist to narrow the list of concerts below to the ones you care about.</p><p>Pick \
+         more than one genre to see the concerts of any of them, and clear them all to start \
+         over.</p><ul>{genres}</ul></div><div class=\"calendar with-ads\">\
+         <ul class=\"listings dynamic-ad-container\">{items}</ul></div></div></body></html>"
+    );
+    let c = at("https://gigs.example/metro/sf", &html);
+    check(
+        &c,
+        &["Band 1", "Band 29", "Saturday 29 March", "The Warfield"],
+        &["Filter by genre", "narrow the list", "Genre 3"],
+    );
+}
+
+/// A copy of a post kept as structured data in a box the site hides (`class="hidden"`
+/// around microdata) is not shown; a `hidden` fold without microdata (script opens it) is
+/// the page's.
+#[test]
+fn a_hidden_structured_data_copy_is_dropped() {
+    let post = |n: usize, text: &str| {
+        format!(
+            "<div class=\"post\"><span class=\"post-position\">#{n}</span><div class=\"post-body\">\
+             {text}</div></div>"
+        )
+    };
+    let first = "My name is Doug and I like small projects with a scroll saw, a sander and a \
+                 Dremel; I want to make something new this summer.";
+    let html = format!(
+        "<html><body><div class=\"thread\" itemscope itemtype=\"https://schema.org/DiscussionForumPosting\">\
+         <div class=\"hidden\"><div itemprop=\"author\" itemscope itemtype=\"https://schema.org/Person\">\
+         <span itemprop=\"name\">budkitc</span></div><article itemprop=\"text\">{first}</article>\
+         </div>{}{}<div class=\"hidden\">More of the thread's replies sit in this fold, which a \
+         button opens, and they are part of the page.</div></div></body></html>",
+        post(1, first),
+        post(
+            2,
+            "Welcome to the forum, Doug! We do like photos, so show us your shop and your \
+             projects whenever you are ready."
+        )
+    );
+    let c = at(
+        "https://wood.example/threads/new-to-the-forum.236298/",
+        &html,
+    );
+    check(
+        &c,
+        &["Welcome to the forum", "More of the thread"],
+        &["budkitc"],
+    );
+    assert_eq!(c.text.matches("My name is Doug").count(), 1, "{}", c.text);
+}
+
+/// On a small page the sidebar and the footer may hold more text than the post; what
+/// names itself a sidebar goes all the same.
+#[test]
+fn a_small_pages_sidebar_goes() {
+    let html = "<html><body><div class=\"p-body\"><div class=\"thread\"><div class=\"post\">\
+        Any updated recommendations for a bike fitting? Preferably in the Central South \
+        Jersey area. Thanks.</div><div class=\"post\">Interested to hear about bike fitters \
+        around Jersey City as well, if anyone has one.</div></div><div class=\"p-body-sidebar\">\
+        <p>A forum community dedicated to road bike owners and enthusiasts. Come join the \
+        discussion about bike parts, components, deals, performance, modifications, \
+        classifieds, troubleshooting, maintenance, racing, training and nutrition, and much \
+        more besides, with riders from every part of the country and from abroad.</p><p>Our \
+        members have ridden every road from the coast to the mountains and are glad to share \
+        what they learned about fitting, wheels and saddles along the way.</p></div></div>\
+        <div class=\"p-footer\"><p>All content is provided by its members and published under \
+        the terms of the community's guidelines; the operators take no responsibility for it, \
+        and every trademark belongs to its owner, as the terms of service say in full detail.</p>\
+        </div></body></html>";
+    let c = at(
+        "https://bikes.example/threads/bike-fitting-recommendations.352992/",
+        html,
+    );
+    check(
+        &c,
+        &["bike fitting", "Jersey City"],
+        &["forum community dedicated", "every road"],
+    );
+}
+
+/// An article that is a top ten: its lists of names, after a short introduction, are its
+/// text, not the frame that trailing short lines usually are.
+#[test]
+fn an_articles_lists_are_kept() {
+    let list = |who: &str| -> String {
+        let items: String = (0..10)
+            .map(|i| format!("<li><p>{who} pick number {i}</p></li>"))
+            .collect();
+        format!(
+            "<div class=\"block html-block\"><div class=\"block-content\"><div class=\"html-content\">\
+             <p>{who}'s top ten:</p><ol>{items}</ol></div></div></div>"
+        )
+    };
+    let html = format!(
+        "<html><head><script type=\"application/ld+json\">{{\"@type\": \"BlogPosting\"}}</script>\
+         </head><body><main class=\"page\"><article class=\"entry\"><div class=\"entry-content\">\
+         <div class=\"block html-block\"><div class=\"block-content\"><div class=\"html-content\">\
+         <h2>There was something for everyone in our top ten lists this year.</h2><p>It was a \
+         solid year for podcasts, with investigative series and light fare. But which titles \
+         stood out? Our writers share the ten they liked best.</p></div></div></div>{}{}</div>\
+         </article></main></body></html>",
+        list("Lara"),
+        list("Sam")
+    );
+    let c = at("https://crime.example/listen/best-podcasts", &html);
+    check(
+        &c,
+        &["solid year", "Lara pick number 0", "Sam pick number 9"],
+        &[],
     );
 }

@@ -20,8 +20,9 @@ pub(super) const LINK_LIGHT: f32 = 0.34;
 pub(super) const LONG_TEXT: f32 = 80.0;
 /// Characters of own text that, with punctuation, make a block running text (a sentence).
 pub(super) const SENTENCE: f32 = 25.0;
-/// Running text (characters) past which a box named as an ad slot or a paywall is taken
-/// for the page's own text ([`is_text_slot`]): a dozen lines.
+/// Text (characters: running text, or a listing's items less their links) past which a box
+/// named as an ad slot or a paywall is taken for the page's own text ([`is_text_slot`]):
+/// a dozen lines.
 const SLOT_TEXT: f32 = 1000.0;
 
 /// Per-node facts, indexed like [`Dom::nodes`].
@@ -439,7 +440,7 @@ fn remove_by_hints(dom: &Dom, a: &mut Analysis, marks: &Marks) {
         let all = running_text(dom, a, &base_dead);
         // Small pages are judged by share alone; what announces itself as chrome whatever
         // else it says (a sidebar, a footer) may hold more of a small page.
-        let share = if level == Hint::Strong { 0.2 } else { 0.3 };
+        let share = if level == Hint::Strong { 0.15 } else { 0.3 };
         if kept >= 0.1 * all && (kept >= 300.0 || kept >= share * all) {
             break;
         }
