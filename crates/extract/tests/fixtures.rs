@@ -732,3 +732,25 @@ fn an_articles_lists_are_kept() {
         &[],
     );
 }
+
+/// A function's signature is code, never the frame, however short (rustdoc's item pages).
+#[test]
+fn a_functions_signature_is_kept() {
+    let html = "<html><body class=\"rustdoc fn\"><nav class=\"sidebar\"><a href=\"index.html\">\
+        core::arch</a></nav><main><section id=\"main-content\" class=\"content\">\
+        <div class=\"main-heading\"><h1>Function <span>s_getpc</span></h1></div>\
+        <pre class=\"rust item-decl\"><code>pub fn s_getpc() -&gt; i64</code></pre>\
+        <details class=\"toggle top-doc\" open><summary class=\"hideme\"><span>Expand \
+        description</span></summary><div class=\"docblock\"><p>Returns the address of the \
+        next instruction, which position-independent code and long jumps are built \
+        on.</p></div></details></section></main></body></html>";
+    let c = at(
+        "http://127.0.0.1:8000/core/arch/amdgpu/fn.s_getpc.html",
+        html,
+    );
+    check(
+        &c,
+        &["pub fn s_getpc() -> i64", "position-independent"],
+        &[],
+    );
+}

@@ -233,7 +233,8 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
         if own_good(b) {
             break;
         }
-        if dom.node(b).tag.heading_level().is_some() {
+        // Headings and code (a function's signature) are never the frame.
+        if dom.node(b).tag.heading_level().is_some() || dom.node(b).tag == Tag::Pre {
             continue;
         }
         if words(text_of(b)) < 12 {
@@ -259,8 +260,11 @@ fn trim(dom: &Dom, a: &Analysis, roots: &[u32], dropped: &mut [bool]) {
         .map(|&b| (a.own_chars[b as usize] - a.own_link_chars[b as usize]) as f32)
         .sum();
     let good: f32 = roots.iter().map(|&r| a.content_weight[r as usize]).sum();
-    let lists = lines >= good.max(LONG_TEXT);
+    let lists = lines >= good.max(ARTICLE_TEXT);
     for b in tail {
+        if dom.node(b).tag == Tag::Pre {
+            continue;
+        }
         if link(b) || (!lists && words(text_of(b)) < 12) {
             dropped[b as usize] = true;
         }
@@ -433,7 +437,7 @@ fn plain(a: &Analysis, i: u32) -> f32 {
 /// Whether `outer` holds more plain text beside its box `inner` than `inner` holds
 /// running text (an article's lists of names beside its paragraphs).
 fn lines_beside(a: &Analysis, outer: u32, inner: u32) -> bool {
-    plain(a, outer) - plain(a, inner) >= a.content_weight[inner as usize]
+    plain(a, outer) - plain(a, inner) >= a.content_weight[inner as usize].max(ARTICLE_TEXT)
 }
 
 /// The nearest box holding `best` that ties with it and adds more plain text (lines
