@@ -117,9 +117,8 @@ fn teasers_follow(
 ) -> bool {
     let links = roots
         .iter()
-        .flat_map(|&r| r..dom.subtree_end(r))
-        .filter(|&j| j > b && !dropped[j as usize] && !a.removed[j as usize])
-        .filter(|&j| dom.node(j).tag == Tag::A)
+        .flat_map(|&r| r.max(b + 1)..dom.subtree_end(r))
+        .filter(|&j| dom.node(j).tag == Tag::A && !dropped[j as usize] && !a.removed[j as usize])
         .count();
     links >= 3 && links * 300 >= chars
 }
@@ -398,8 +397,11 @@ fn menu_chars(dom: &Dom, a: &Analysis, best: u32) -> u32 {
             i = best_end;
             continue;
         }
-        let holds_best = i < best && best < dom.subtree_end(i);
-        if !holds_best && !a.removed[i as usize] && dom.node(i).tag.is_block() && is_menu(a, i) {
+        if !dom.is_ancestor(i, best)
+            && !a.removed[i as usize]
+            && dom.node(i).tag.is_block()
+            && is_menu(a, i)
+        {
             total += a.chars[i as usize];
             i = dom.subtree_end(i);
         } else {
